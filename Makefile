@@ -1,0 +1,27 @@
+# Two commands on a fresh machine: `make demo` (set up + run the default scenario), `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test bench reports clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch==2.13.0 is the CPU build these machines hold; an unpinned torch pulls a CUDA build
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[real,testing,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/rdzv-sim run quickstart --out runs/quickstart
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_hrw.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .hypothesis

@@ -1,0 +1,208 @@
+"""`Placement`: an immutable set of (weighted) nodes that owns keys by HRW."""
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import kernels, spec
+
+
+def _check_weights(nodes: Sequence, weights) -> list[float] | None:
+    if weights is None:
+        return None
+    if isinstance(weights, Mapping):
+        missing = [n for n in nodes if n not in weights]
+        if missing:
+            raise ValueError(f"weights has no entry for nodes {missing[:5]}")
+        weights = [weights[n] for n in nodes]
+    weights = list(weights)
+    if len(weights) != len(nodes):
+        raise ValueError(f"got {len(weights)} weights for {len(nodes)} nodes")
+    for n, w in zip(nodes, weights):
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)):
+            raise TypeError(f"weight of node {n!r} must be a number, got {type(w).__name__}")
+        if not math.isfinite(w) or w <= 0:
+            raise ValueError(f"weight of node {n!r} must be finite and positive, got {w!r}")
+    return [float(w) for w in weights]
+
+
+class Placement:
+    """Nodes (str, int or bytes ids), optional weights and a seed; answers who owns a key.
+
+    Nodes are kept in the spec's canonical order (node hash, then id bytes), so the result
+    never depends on the order they were given in.
+    """
+
+    __slots__ = ("seed", "_nodes", "_hashes", "_given", "_weights", "_index", "_exact_ties",
+                 "_id_array")
+
+    def __init__(self, nodes: Iterable[Hashable], weights=None, seed: int = 0):
+        nodes = list(nodes)
+        if not nodes:
+            raise ValueError("Placement needs at least one node")
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        ws = _check_weights(nodes, weights)
+        raw = [spec.to_bytes(n) for n in nodes]
+        if len(set(raw)) != len(raw):
+            seen, dup = set(), []
+            for n, b in zip(nodes, raw):
+                (dup.append(n) if b in seen else seen.add(b))
+            raise ValueError(f"duplicate node ids: {dup[:5]}")
+        hashes = [spec.hash64(b, seed) for b in raw]
+        order = sorted(range(len(nodes)), key=lambda i: (hashes[i], raw[i]))
+        self.seed = int(seed)
+        self._nodes = tuple(nodes[i] for i in order)
+        self._hashes = np.array([hashes[i] for i in order], dtype=np.uint64)
+        self._given = None if ws is None else np.array([ws[i] for i in order])
+        # equal weights own exactly as unweighted (spec), so they take the faster path
+        self._weights = None if ws is None or len(set(ws)) == 1 else self._given
+        self._index = {raw[i]: j for j, i in enumerate(order)}
+        self._exact_ties = len(set(hashes)) != len(hashes)   # 64-bit collision: sort exactly
+        self._id_array = None
+
+    # --- introspection -------------------------------------------------------------
+    @property
+    def nodes(self) -> tuple:
+        """Node ids in canonical order."""
+        return self._nodes
+
+    @property
+    def node_hashes(self) -> np.ndarray:
+        return self._hashes
+
+    @property
+    def weights(self) -> dict | None:
+        return None if self._given is None else dict(zip(self._nodes, self._given.tolist()))
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node) -> bool:
+        try:
+            return spec.to_bytes(node) in self._index
+        except (TypeError, ValueError):
+            return False
+
+    def __repr__(self) -> str:
+        kind = "weighted" if self._weights is not None else "uniform"
+        return f"Placement({len(self)} nodes, {kind}, seed={self.seed})"
+
+    def index_of(self, node) -> int:
+        try:
+            return self._index[spec.to_bytes(node)]
+        except KeyError:
+            raise KeyError(f"node {node!r} is not in this placement") from None
+
+    def _ids(self) -> np.ndarray:
+        if self._id_array is None:
+            arr = np.empty(len(self._nodes), dtype=object)
+            arr[:] = self._nodes
+            self._id_array = arr
+        return self._id_array
+
+    def _check_k(self, k: int) -> int:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"k must be an int, got {type(k).__name__}")
+        if not 1 <= k <= len(self._nodes):
+            raise ValueError(f"k={k} must be between 1 and the node count {len(self._nodes)}")
+        return int(k)
+
+    # --- one key -------------------------------------------------------------------
+    def _row(self, key) -> np.ndarray:
+        s = np.bitwise_xor(self._hashes, np.uint64(spec.hash64(key, self.seed)))
+        return kernels.fmix64_(s)[None, :]
+
+    def owner(self, key):
+        """The node that owns `key`."""
+        return self._nodes[int(kernels.best(self._row(key), self._weights)[0])]
+
+    def top_k(self, key, k: int, *, domains: Mapping | None = None) -> list:
+        """The k best nodes for `key`, best first (replicas: the first is the owner).
+
+        With `domains` (node -> failure domain, see `hrw.failure_domains`), at most one node
+        per domain: nodes are taken in score order, skipping any whose domain is taken.
+        """
+        k = self._check_k(k)
+        if domains is None:
+            idx = kernels.ranked(self._row(key), self._weights, k, self._exact_ties)[0]
+            return [self._nodes[i] for i in idx]
+        return self._spread(key, k, domains)
+
+    def _spread(self, key, k: int, domains: Mapping) -> list:
+        missing = [n for n in self._nodes if n not in domains]
+        if missing:
+            raise ValueError(f"domains has no entry for nodes {missing[:5]}")
+        n_domains = len({domains[n] for n in self._nodes})
+        if k > n_domains:
+            raise ValueError(f"k={k} replicas cannot be spread over {n_domains} failure domains")
+        chosen, used = [], set()
+        for node in self.rank_order(key):
+            d = domains[node]
+            if d not in used:
+                used.add(d)
+                chosen.append(node)
+                if len(chosen) == k:
+                    break
+        return chosen
+
+    def rank_order(self, key) -> list:
+        """Every node, best first: a permutation that depends on the key and the node set only."""
+        n = len(self._nodes)
+        idx = kernels.ranked(self._row(key), self._weights, n, self._exact_ties)[0]
+        return [self._nodes[i] for i in idx]
+
+    def elect(self, key):
+        """A leader for `key` (its owner): every caller with the same nodes agrees."""
+        return self.owner(key)
+
+    # --- many keys -----------------------------------------------------------------
+    def owner_indexes(self, keys, k: int = 1, *, key_hashes: np.ndarray | None = None) -> np.ndarray:
+        """Indexes into `nodes` of each key's owner (shape (K,)) or k best (shape (K, k))."""
+        k = self._check_k(k)
+        kh = kernels.hash_keys(keys, self.seed) if key_hashes is None else key_hashes
+        if len(kh) == 0:
+            return np.empty((0,) if k == 1 else (0, k), dtype=np.intp)
+        if k == 1:
+            parts = kernels.chunked(kh, self._hashes, lambda s: kernels.best(s, self._weights))
+        else:
+            parts = kernels.chunked(
+                kh, self._hashes, lambda s: kernels.ranked(s, self._weights, k, self._exact_ties)
+            )
+        return np.concatenate(parts)
+
+    def owners(self, keys, k: int = 1) -> np.ndarray:
+        """Owner ids of many keys (vectorised, chunked): shape (K,) for k=1, else (K, k)."""
+        return self._ids()[self.owner_indexes(keys, k)]
+
+    # --- changes -------------------------------------------------------------------
+    def with_nodes(self, nodes: Iterable, weights=None) -> "Placement":
+        """A new placement with `nodes` added (weights required if this one is weighted)."""
+        nodes = list(nodes)
+        new_w = _check_weights(nodes, weights)
+        if self._given is None and new_w is None:
+            return Placement(list(self._nodes) + nodes, seed=self.seed)
+        if new_w is None:
+            raise ValueError("this placement is weighted: give weights for the new nodes")
+        old_w = self._given.tolist() if self._given is not None else [1.0] * len(self)
+        return Placement(list(self._nodes) + nodes, old_w + new_w, seed=self.seed)
+
+    def without(self, nodes: Iterable) -> "Placement":
+        """A new placement with `nodes` removed."""
+        drop = {self.index_of(n) for n in nodes}
+        keep = [i for i in range(len(self)) if i not in drop]
+        if not keep:
+            raise ValueError("cannot remove every node of a placement")
+        w = None if self._given is None else self._given[keep].tolist()
+        return Placement([self._nodes[i] for i in keep], w, seed=self.seed)
+
+    def moved(self, other: "Placement", keys) -> np.ndarray:
+        """Boolean mask of the keys whose owner differs between this placement and `other`."""
+        if other.seed != self.seed:
+            raise ValueError("placements with different seeds are not comparable")
+        kh = kernels.hash_keys(keys, self.seed)
+        a = self._ids()[self.owner_indexes(keys, key_hashes=kh)]
+        b = other._ids()[other.owner_indexes(keys, key_hashes=kh)]
+        return a != b

@@ -1,0 +1,49 @@
+"""Assignment (incremental) and the torch path give exactly the batch owners."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from hrw import Assignment, Placement
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 60)), min_size=1, max_size=12),
+       st.booleans())
+def test_incremental_matches_batch(steps, weighted):
+    nodes = [f"n{i}" for i in range(20)]
+    wt = (lambda n: 1.0 + (int(n[1:]) % 4)) if weighted else None
+    p = Placement(nodes, [wt(n) for n in nodes] if wt else None, seed=9)
+    keys = np.arange(2000)
+    a = Assignment(keys, p)
+    for add, i in steps:
+        name = f"n{i}"
+        if add and name not in a.placement:
+            ch = a.add([name], [wt(name)] if wt else None)
+            assert set(a.owners()[ch.moved]) <= {name}
+        elif not add and name in a.placement and len(a.placement) > 1:
+            before = a.owners()
+            ch = a.remove([name])
+            assert set(ch.moved) == set(np.flatnonzero(before == name))
+        assert list(a.owners()) == list(a.placement.owners(keys))
+
+
+def test_incremental_does_not_rescore_everything(monkeypatch):
+    from hrw import kernels
+    p = Placement(range(2048), seed=1)
+    a = Assignment(np.arange(65_536), p)
+    rows = []
+    real = kernels.chunked
+    monkeypatch.setattr(kernels, "chunked", lambda kh, nh, fn: rows.append(len(kh) * len(nh)) or real(kh, nh, fn))
+    a.remove([17])
+    a.add([5000])
+    assert sum(rows) < 65_536 * 2048 / 100        # only the removed node's keys were re-scored
+
+
+def test_torch_cpu_matches_numpy():
+    torch_path = pytest.importorskip("hrw.torch_path")
+    rng = np.random.default_rng(0)
+    for weights in (None, rng.uniform(0.1, 5, 300).tolist()):
+        p = Placement([f"g{i}" for i in range(300)], weights, seed=77)
+        keys = np.arange(5000)
+        assert np.array_equal(torch_path.owner_indexes(p, keys, "cpu", chunk=1 << 16),
+                              p.owner_indexes(keys))
