@@ -1,0 +1,114 @@
+"""The `rdzv-sim` command line: run, list, schema."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Simulate elastic rendezvous (torchrun-style) under faults.")
+out_console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(messages: list[str], code: int = 2):
+    for m in messages:
+        err_console.print(f"[bold red]error:[/] {m}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "-"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def print_summary(summary, title: str) -> None:
+    t = Table(title=title, show_header=True, header_style="bold")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    row = summary.iloc[0]
+    for k in summary.columns:
+        if k in ("schema_version", "scenario", "seed"):
+            continue
+        t.add_row(k, _fmt(row[k].item() if hasattr(row[k], "item") else row[k]))
+    out_console.print(t)
+
+
+@app.command()
+def run(
+    scenario: str = typer.Argument(..., help="A bundled scenario name (see `rdzv-sim list`) or a YAML file."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (default: outputs.dir or runs/<name>)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
+    set_: List[str] = typer.Option([], "--set", help="Override a field: key.path=value (repeatable)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+):
+    """Simulate one scenario; write events/rounds/summary tables and print the summary."""
+    from .scenario.load import ScenarioError, load
+    try:
+        sc = load(scenario, set_, seed)
+    except ScenarioError as e:
+        _fail(e.messages)
+    from .api import run as run_api
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    if progress and sys.stderr.isatty():
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                      TextColumn("{task.completed:,.0f}/{task.total:,.0f} simulated s"),
+                      TimeElapsedColumn(), console=err_console) as bar:
+            task = bar.add_task(sc.name, total=sc.duration)
+            result = run_api(sc, progress=lambda t: bar.update(task, completed=t))
+    else:
+        result = run_api(sc)
+    target = out or Path(sc.outputs.dir or f"runs/{sc.name}")
+    try:
+        written = result.save(target, sc.outputs.formats)
+    except OSError as e:
+        _fail([f"cannot write to {target}: {e}"], 1)
+    out_console.print(f"[bold]{sc.name}[/] seed {sc.seed}, protocol {sc.protocol.name}: "
+                      f"{sc.duration:,.0f} simulated s in {result.wall_s:.2f} s wall")
+    print_summary(result.summary, "summary")
+    out_console.print(f"tables: {target}/ ({', '.join(p.name for p in written)})", highlight=False)
+
+
+@app.command("list")
+def list_():
+    """The bundled scenarios, runnable by name."""
+    import yaml
+    from .scenario.load import bundled
+    t = Table(show_header=True, header_style="bold")
+    t.add_column("name")
+    t.add_column("nodes", justify="right")
+    t.add_column("protocol")
+    t.add_column("description")
+    for name, path in bundled().items():
+        d = yaml.safe_load(path.read_text())
+        t.add_row(name, str(d["cluster"]["nodes"]), d.get("protocol", {}).get("name", "hrw"),
+                  " ".join(str(d.get("description", "")).split()))
+    out_console.print(t)
+
+
+@app.command()
+def schema(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write to a file instead of stdout.")):
+    """The scenario JSON schema (for editors and validators)."""
+    from .scenario.schema import Scenario
+    text = json.dumps(Scenario.model_json_schema(), indent=2)
+    if out:
+        out.write_text(text + "\n")
+    else:
+        print(text)
+
+
+def main():
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""The operations a protocol yields, and the errors a runtime throws back into it.
+
+The store operations mirror `torch.distributed.TCPStore` (values are text here; runtimes
+encode them as UTF-8 bytes). A protocol never does I/O itself: it yields one of these and
+receives the result, exactly as h11 or a SimPy process would.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class StoreTimeout(TimeoutError):
+    """A store call passed its deadline (a paused store, a silent partition, a missing key)."""
+
+
+class StoreError(ConnectionError):
+    """The store refused or dropped the connection (it is dead, or its host is)."""
+
+
+# --- store operations (TCPStore semantics) -------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Set:
+    """Fire and forget: TCPStore's set sends no reply."""
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Get:
+    """Blocks until `key` exists or `timeout` (None: the client's default) passes."""
+    key: str
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Add:
+    """Atomic add; a missing key counts as 0. Returns the new value (amount 0 reads a counter)."""
+    key: str
+    amount: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CompareSet:
+    """Sets `desired` if the value is `expected` (or the key is missing and `expected` is "").
+
+    Returns the value now stored. On a missing key with a non-empty `expected` it returns
+    `expected` and stores nothing: compare the result with a unique `desired` to know you won.
+    """
+    key: str
+    expected: str
+    desired: str
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Blocks until every key exists, or raises StoreTimeout."""
+    keys: tuple[str, ...]
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """True if every key exists; never blocks."""
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MultiGet:
+    """Values of every key, in order; blocks until all exist."""
+    keys: tuple[str, ...]
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MultiSet:
+    items: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Returns True if the key existed."""
+    key: str
+
+
+STORE_OPS = (Set, Get, Add, CompareSet, Wait, Check, MultiGet, MultiSet, Delete)
+BLOCKING_OPS = (Get, Wait, MultiGet)
+
+
+# --- time, trace and local events ----------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Now:
+    """Monotonic seconds since the run started."""
+
+
+@dataclass(frozen=True, slots=True)
+class WallClock:
+    """This host's wall clock (seconds): differs from Now under clock skew."""
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """A trace event; the runtime stamps time and node."""
+    event: str
+    round: int | None = None
+    rank: int | None = None
+    world_size: int | None = None
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    """A local signal such as "workers_failed" or "peer_failed" (only inside FirstOf)."""
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class FirstOf:
+    """Wait for the first of several branches (Get/Wait on a second connection, Sleep, Local).
+
+    Returns (index, value) of the branch that finished first; the others are cancelled.
+    A branch that fails (StoreTimeout, StoreError) finishes with the exception as its value.
+    """
+    branches: tuple[Any, ...]
+
+    def __init__(self, *branches):
+        object.__setattr__(self, "branches", tuple(branches))
+
+
+# --- the agent's workers -------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StartWorkers:
+    """Start this round's workers (process group init included); returns when they run."""
+    round: int
+    rank: int
+    world_size: int
+    members: int
+    master: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopWorkers:
+    """Stop the workers of the current round (before a re-rendezvous or on exit)."""
+    reason: str

@@ -1,0 +1,72 @@
+"""Shard placement after each completed round, and how many shards moved.
+
+Policies: `hrw` (the incremental hrw.Assignment), `modulo` (shard % world, by node rank) and
+`ring` (consistent hashing with virtual nodes). The minimum that had to move when members
+leave or join is ceil(K * max(left / before, joined / after)): the leavers' shards, or the
+newcomers' fair share, whichever is larger.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from hrw import Assignment, Placement, kernels
+
+
+class Ring:
+    """A consistent-hash ring with `vnodes` points per node (xxh3 of "node#i")."""
+
+    def __init__(self, nodes, vnodes: int, seed: int = 0):
+        pts = [(kernels.hash_keys([f"{n}#{i}" for i in range(vnodes)], seed), n) for n in nodes]
+        h = np.concatenate([p for p, _ in pts])
+        owner = np.repeat(np.arange(len(nodes)), vnodes)
+        order = np.argsort(h, kind="stable")
+        self.points, self.owner, self.nodes = h[order], owner[order], list(nodes)
+
+    def owners(self, key_hashes: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.points, key_hashes) % len(self.points)
+        return np.asarray(self.nodes, dtype=object)[self.owner[i]]
+
+
+def minimum_moved(k: int, before: set, after: set) -> int:
+    if not before or not after:
+        return 0
+    left, joined = len(before - after), len(after - before)
+    return math.ceil(k * max(left / len(before), joined / len(after)))
+
+
+def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies,
+                vnodes: int = 64, seed: int = 0) -> pd.DataFrame:
+    """Columns shards_moved_<policy> and shards_moved_min for each completed round, in order."""
+    out = {f"shards_moved_{p}": [] for p in policies}
+    out["shards_moved_min"] = []
+    if count == 0 or rounds.empty:
+        return pd.DataFrame({k: pd.Series(v, dtype="int64") for k, v in out.items()}, index=rounds.index)
+    keys = np.arange(count)
+    kh = kernels.hash_keys(keys, seed)
+    ra = events[events["event"] == "rank_assigned"]
+    prev_members: set | None = None
+    prev: dict[str, np.ndarray] = {}
+    assignment = None
+    for rnd, members in zip(rounds["round"], rounds["members"]):
+        names = members.split(",")
+        by_rank = ra[ra["round"] == rnd].sort_values("rank")["node"].tolist()
+        now: dict[str, np.ndarray] = {}
+        for p in policies:
+            if p == "hrw":
+                if assignment is None:
+                    assignment = Assignment(keys, Placement(names, seed=seed))
+                else:
+                    assignment.update(Placement(names, seed=seed))
+                now[p] = assignment.owners()
+            elif p == "modulo":
+                now[p] = np.asarray(by_rank, dtype=object)[keys % len(by_rank)]
+            else:
+                now[p] = Ring(sorted(names), vnodes, seed).owners(kh)
+            moved = 0 if p not in prev else int((prev[p] != now[p]).sum())
+            out[f"shards_moved_{p}"].append(moved)
+        out["shards_moved_min"].append(minimum_moved(count, prev_members or set(), set(names)))
+        prev, prev_members = now, set(names)
+    return pd.DataFrame(out, index=rounds.index)

@@ -1,0 +1,101 @@
+"""What every protocol shares: node identity, settings, the round result, the interface."""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Generator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+class RendezvousTimeout(Exception):
+    """No round completed before the join deadline (torchrun: RendezvousTimeoutError)."""
+
+
+class RendezvousFailed(Exception):
+    """This attempt at a round failed (a member vanished before confirming, the closer died)."""
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A host: its name survives agent restarts; it runs `nproc` workers."""
+
+    name: str
+    addr: str
+    nproc: int = 1
+    index: int = 0            # position in the cluster (the static node rank)
+
+    def encode(self) -> str:
+        return json.dumps({"name": self.name, "addr": self.addr, "nproc": self.nproc,
+                           "index": self.index}, separators=(",", ":"))
+
+    @staticmethod
+    def decode(text: str) -> "NodeInfo":
+        d = json.loads(text)
+        if not isinstance(d, dict):
+            raise ValueError("node descriptor is not a JSON object")
+        return NodeInfo(str(d["name"]), str(d["addr"]), int(d["nproc"]), int(d.get("index", 0)))
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    run_id: str = "job"
+    min_nodes: int = 1
+    max_nodes: int = 1
+    last_call_timeout: float = 1.0   # after min_nodes join, wait this long for more
+    join_timeout: float = 600.0      # give up if no round completes by then
+    confirm_timeout: float = 30.0    # members must all confirm within this
+    close_grace: float = 2.0         # a stand-in closes if the designated closer is silent
+    hole_grace: float = 1.0          # how long the closer waits for a slot's descriptor
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What a node knows once its rank is assigned: enough to start its workers."""
+
+    round: int
+    rank: int            # group (node) rank, 0..nnodes-1
+    nnodes: int
+    world_size: int      # workers across the round
+    first_rank: int      # global rank of this node's first worker
+    master: str          # rank 0's address (MASTER_ADDR)
+    digest: str          # membership fingerprint: equal for every member of the round
+
+    def encode(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @staticmethod
+    def decode(text: str) -> "RoundResult":
+        d = json.loads(text)
+        return RoundResult(**{k: d[k] for k in RoundResult.__dataclass_fields__})
+
+
+def digest(names) -> str:
+    """A short fingerprint of a membership list (order-independent)."""
+    return hashlib.sha1("\n".join(sorted(names)).encode()).hexdigest()[:12]
+
+
+Gen = Generator[Any, Any, Any]
+
+
+class Protocol:
+    """A rendezvous protocol: generators that yield `rdzv_sim.ops` and do no I/O."""
+
+    name = "base"
+
+    def __init__(self, cfg: ProtocolConfig):
+        self.cfg = cfg
+        self.prefix = f"rdzv/{cfg.run_id}/"
+
+    def rendezvous(self, node: NodeInfo) -> Gen:
+        """Join the next round; return a RoundResult (raise RendezvousTimeout on the deadline)."""
+        raise NotImplementedError
+
+    def watch(self, result: RoundResult) -> list[tuple[Any, str]]:
+        """(branch, reason) pairs that fire while a round runs: its end, nodes waiting."""
+        return []
+
+    def end_round(self, result: RoundResult, reason: str) -> Gen:
+        """Tell the others this round is over (idempotent)."""
+        return
+        yield

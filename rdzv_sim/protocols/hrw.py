@@ -1,0 +1,163 @@
+"""The project's scalable elastic rendezvous: per-node keys, one CAS to close, HRW ranks.
+
+Keys under P = rdzv/{run_id}/, R the round (see DESIGN.md):
+  P/round         current round, created by compare_set("", "0"), bumped by CAS R -> R+1
+  P/rR/seq        join order (atomic add);    P/rR/n{i}   slot i's descriptor (JSON)
+  P/rR/closed     "<closer>:<count>", set once by CAS; P/rR/a{i} slot i's assignment (JSON)
+  P/rR/ack        confirmations (add);        P/rR/ready  set by the last to confirm
+  P/rR/waiting    late joiners (add);         P/rR/end    why the round ended
+Every node does O(1) store operations a round; only the closer does O(N).
+"""
+from __future__ import annotations
+
+import json
+
+from hrw import Placement
+
+from ..ops import Add, Check, CompareSet, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set, Sleep
+from .base import (NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult, digest)
+
+INF = float("inf")
+
+
+def watch_key(key: str) -> Get:
+    """A blocking read with no deadline of its own: a FirstOf sibling (a Sleep) bounds it."""
+    return Get(key, timeout=INF)
+
+
+class HrwProtocol(Protocol):
+    name = "hrw"
+
+    def _k(self, rnd: int, name: str) -> str:
+        return f"{self.prefix}r{rnd}/{name}"
+
+    # --- joining ---------------------------------------------------------------------
+    def rendezvous(self, node: NodeInfo):
+        cfg = self.cfg
+        deadline = (yield Now()) + cfg.join_timeout
+        while True:
+            rnd = int((yield CompareSet(self.prefix + "round", "", "0")))
+            slot = yield Add(self._k(rnd, "seq"), 1)
+            yield Set(self._k(rnd, f"n{slot}"), node.encode())
+            yield Emit("join", round=rnd, detail={"slot": slot})
+            count = yield from self._await_closure(rnd, slot, node, deadline)
+            if slot <= count:
+                text = yield from self._first(watch_key(self._k(rnd, f"a{slot}")), cfg.close_grace
+                                              + cfg.hole_grace + cfg.confirm_timeout)
+                if text is None:
+                    yield from self.end_round_at(rnd, "closer_lost")
+                    raise RendezvousFailed(f"round {rnd}: the closer never published ranks")
+                assigned = json.loads(text)
+                if "rank" in assigned:
+                    result = RoundResult(**assigned)
+                    yield from self._confirm(result)
+                    return result
+                if assigned.get("failed"):
+                    yield from self.end_round_at(rnd, assigned["failed"])
+                    raise RendezvousFailed(f"round {rnd}: {assigned['failed']}")
+            # late: wait for this round to end, then join the next one
+            waiting = yield Add(self._k(rnd, "waiting"), 1)
+            yield Emit("waiting", round=rnd, detail={"slot": slot, "waiting": waiting})
+            now = yield Now()
+            if (yield from self._first(watch_key(self._k(rnd, "end")), deadline - now)) is None:
+                raise RendezvousTimeout(f"no round admitted {node.name} within join_timeout")
+
+    def _first(self, op, timeout: float):
+        """The op's result, or None if `timeout` passes first."""
+        idx, value = yield FirstOf(op, Sleep(max(0.0, timeout)))
+        if isinstance(value, BaseException):
+            raise value
+        return value if idx == 0 else None
+
+    def _await_closure(self, rnd: int, slot: int, node: NodeInfo, deadline: float):
+        """Wait until round `rnd` is closed (closing it when this node should); return its count."""
+        cfg = self.cfg
+        closed = self._k(rnd, "closed")
+        if slot > cfg.max_nodes:
+            return cfg.max_nodes
+        if slot == cfg.max_nodes:
+            yield from self._close(rnd, node)
+        elif slot == cfg.min_nodes:
+            if (yield from self._first(watch_key(closed), cfg.last_call_timeout)) is None:
+                yield from self._close(rnd, node)
+        elif slot < cfg.min_nodes:
+            # sleep until the min_nodes-th joiner arrives (no polling), or the deadline
+            now = yield Now()
+            idx, value = yield FirstOf(watch_key(closed), watch_key(self._k(rnd, f"n{cfg.min_nodes}")),
+                                       Sleep(max(0.0, deadline - now)))
+            if isinstance(value, BaseException):
+                raise value
+            if idx == 2:
+                raise RendezvousTimeout(f"fewer than min_nodes={cfg.min_nodes} joined in time")
+        while True:
+            text = yield from self._first(watch_key(closed), cfg.last_call_timeout + cfg.close_grace)
+            if text is not None:
+                return int(text.rsplit(":", 1)[1])
+            # the designated closer is silent: stand in for it
+            yield Emit("stand_in_close", round=rnd, detail={"slot": slot})
+            yield from self._close(rnd, node)
+            if (yield Now()) > deadline:
+                raise RendezvousTimeout("round never closed")
+
+    # --- closing ---------------------------------------------------------------------
+    def _close(self, rnd: int, node: NodeInfo):
+        cfg = self.cfg
+        count = min((yield Add(self._k(rnd, "seq"), 0)), cfg.max_nodes)
+        token = f"{node.name}:{count}"
+        if (yield CompareSet(self._k(rnd, "closed"), "", token)) != token:
+            return                                         # someone else closed it
+        slots = [self._k(rnd, f"n{i}") for i in range(1, count + 1)]
+        present = list(range(1, count + 1))
+        if not (yield Check(tuple(slots))):
+            yield Sleep(cfg.hole_grace)                    # a joiner between add and set
+            found = []
+            for i, k in zip(present, slots):
+                if (yield Check((k,))):
+                    found.append(i)
+            present = found
+        texts = yield MultiGet(tuple(slots[i - 1] for i in present))
+        infos = {i: NodeInfo.decode(t) for i, t in zip(present, texts)}
+        names = [info.name for info in infos.values()]
+        out = []
+        if len(infos) < cfg.min_nodes or len(set(names)) != len(names):
+            reason = "too_few_members" if len(infos) < cfg.min_nodes else "duplicate_node"
+            out = [(self._k(rnd, f"a{i}"), json.dumps({"failed": reason})) for i in range(1, count + 1)]
+        else:
+            by_name = {info.name: (i, info) for i, info in infos.items()}
+            order = Placement(names, seed=0).rank_order(self.cfg.run_id)
+            world = sum(info.nproc for info in infos.values())
+            master = by_name[order[0]][1].addr
+            dg, first = digest(names), 0
+            assigned = set()
+            for rank, name in enumerate(order):
+                i, info = by_name[name]
+                res = RoundResult(rnd, rank, len(order), world, first, master, dg)
+                out.append((self._k(rnd, f"a{i}"), res.encode()))
+                assigned.add(i)
+                first += info.nproc
+            out += [(self._k(rnd, f"a{i}"), json.dumps({"late": True}))
+                    for i in range(1, count + 1) if i not in assigned]
+            yield Emit("round_closed", round=rnd, world_size=world,
+                       detail={"members": sorted(names), "count": count, "holes": count - len(order)})
+        yield MultiSet(tuple(out))
+
+    def _confirm(self, result: RoundResult):
+        acks = yield Add(self._k(result.round, "ack"), 1)
+        if acks == result.nnodes:
+            yield Set(self._k(result.round, "ready"), "1")
+        if (yield from self._first(watch_key(self._k(result.round, "ready")), self.cfg.confirm_timeout)) is None:
+            yield from self.end_round_at(result.round, "confirm_timeout")
+            raise RendezvousFailed(f"round {result.round}: a member never confirmed")
+
+    # --- a running round -------------------------------------------------------------
+    def watch(self, result: RoundResult):
+        return [(watch_key(self._k(result.round, "end")), "round_ended"),
+                (watch_key(self._k(result.round, "waiting")), "nodes_waiting")]
+
+    def end_round(self, result: RoundResult, reason: str):
+        yield from self.end_round_at(result.round, reason)
+
+    def end_round_at(self, rnd: int, reason: str):
+        """Bump first, then say why: whoever sees `end` finds the round already moved on."""
+        yield CompareSet(self.prefix + "round", str(rnd), str(rnd + 1))
+        yield Set(self._k(rnd, "end"), reason)

@@ -1,0 +1,47 @@
+"""torchrun's `static` rendezvous / init_process_group(init_method="env://").
+
+A fixed world: node i is group rank i; every node sets its key and waits for all of them.
+A rank that never comes makes everyone time out at the join deadline. The attempt number
+lives in the store so that a restart (all nodes re-entering) uses fresh keys.
+"""
+from __future__ import annotations
+
+from ..ops import CompareSet, Emit, Get, MultiGet, Now, Set, Wait
+from ..ops import StoreTimeout
+from .base import NodeInfo, Protocol, RendezvousTimeout, RoundResult, digest
+
+
+class StaticProtocol(Protocol):
+    name = "static"
+
+    def _k(self, rnd: int, name: str) -> str:
+        return f"{self.prefix}r{rnd}/{name}"
+
+    def rendezvous(self, node: NodeInfo):
+        n = self.cfg.max_nodes
+        if not 0 <= node.index < n:
+            raise ValueError(f"static rendezvous: node index {node.index} outside world of {n}")
+        rnd = int((yield CompareSet(self.prefix + "round", "", "0")))
+        yield Emit("join", round=rnd, detail={"slot": node.index + 1})
+        yield Set(self._k(rnd, f"rank{node.index}"), node.encode())
+        keys = tuple(self._k(rnd, f"rank{i}") for i in range(n))
+        try:
+            yield Wait(keys, timeout=self.cfg.join_timeout)
+        except StoreTimeout:
+            raise RendezvousTimeout(f"static rendezvous: not all {n} ranks arrived in "
+                                    f"{self.cfg.join_timeout:g} s") from None
+        infos = [NodeInfo.decode(t) for t in (yield MultiGet(keys))]
+        world = sum(i.nproc for i in infos)
+        first = sum(i.nproc for i in infos[: node.index])
+        if node.index == 0:
+            yield Emit("round_closed", round=rnd, world_size=world,
+                       detail={"members": sorted(i.name for i in infos), "count": n, "holes": 0})
+        return RoundResult(rnd, node.index, n, world, first, infos[0].addr,
+                           digest(i.name for i in infos))
+
+    def watch(self, result: RoundResult):
+        return [(Get(self._k(result.round, "end"), timeout=float("inf")), "round_ended")]
+
+    def end_round(self, result: RoundResult, reason: str):
+        yield CompareSet(self.prefix + "round", str(result.round), str(result.round + 1))
+        yield Set(self._k(result.round, "end"), reason)

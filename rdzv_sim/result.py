@@ -1,0 +1,55 @@
+"""`RunResult`: the three trace tables of one run, and how they are saved."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+TABLES = ("events", "rounds", "summary")
+
+
+@dataclass
+class RunResult:
+    scenario: object            # the validated Scenario
+    events: pd.DataFrame
+    rounds: pd.DataFrame
+    summary: pd.DataFrame
+    wall_s: float = 0.0
+
+    def save(self, out: str | Path, formats=("parquet", "csv")) -> list[Path]:
+        """Write every table (Parquet, CSV) plus the scenario; files appear only when complete."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in TABLES:
+            df = getattr(self, name)
+            for fmt in formats:
+                path = out / f"{name}.{fmt}"
+                tmp = path.with_suffix(path.suffix + ".tmp")
+                if fmt == "parquet":
+                    df.to_parquet(tmp, index=False)
+                else:
+                    df.to_csv(tmp, index=False)
+                tmp.replace(path)
+                written.append(path)
+        import yaml
+        (out / "scenario.yaml").write_text(
+            yaml.safe_dump(self.scenario.model_dump(mode="json"), sort_keys=False))
+        written.append(out / "scenario.yaml")
+        return written
+
+
+def load_tables(directory: str | Path) -> dict[str, pd.DataFrame]:
+    """Read the tables a run saved (Parquet preferred)."""
+    d = Path(directory)
+    out = {}
+    for name in TABLES:
+        pq, csv = d / f"{name}.parquet", d / f"{name}.csv"
+        if pq.exists():
+            out[name] = pd.read_parquet(pq)
+        elif csv.exists():
+            out[name] = pd.read_csv(csv)
+        else:
+            raise FileNotFoundError(f"{d}: no {name}.parquet or {name}.csv")
+    return out

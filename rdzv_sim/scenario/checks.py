@@ -1,0 +1,51 @@
+"""Semantic checks that the types alone cannot express; each problem names its YAML path."""
+from __future__ import annotations
+
+from .schema import Scenario
+
+
+def problems(sc: Scenario) -> list[tuple[tuple, str]]:
+    out: list[tuple[tuple, str]] = []
+    n = sc.cluster.nodes
+    racks = sc.cluster.topology.racks if sc.cluster.topology.kind == "racks" else 0
+
+    def node(path, idx):
+        if not 0 <= idx < n:
+            out.append((path, f"node {idx} does not exist (the cluster has nodes 0..{n - 1})"))
+
+    if sc.cluster.topology.kind == "racks" and racks > n:
+        out.append((("cluster", "topology", "racks"), f"{racks} racks for only {n} nodes"))
+    if sc.cluster.start_nodes is not None and sc.cluster.start_nodes > n:
+        out.append((("cluster", "start_nodes"), f"{sc.cluster.start_nodes} > nodes ({n})"))
+    if sc.store.host is not None:
+        node(("store", "host"), sc.store.host)
+    p = sc.protocol
+    if sc.min_nodes > sc.max_nodes:
+        out.append((("protocol", "min_nodes"),
+                    f"min_nodes ({sc.min_nodes}) must not exceed max_nodes ({sc.max_nodes})"))
+    if sc.min_nodes > n:
+        out.append((("protocol", "min_nodes"), f"min_nodes ({sc.min_nodes}) exceeds the cluster's {n} nodes"))
+    if p.name == "static" and not (sc.min_nodes == sc.max_nodes == n):
+        out.append((("protocol", "name"), "static rendezvous needs min_nodes == max_nodes == cluster.nodes"))
+    for i, f in enumerate(sc.faults):
+        base = ("faults", i)
+        if hasattr(f, "node"):
+            node(base + ("node",), f.node)
+        if getattr(f, "nodes", None) is not None:
+            for j, x in enumerate(f.nodes):
+                node(base + ("nodes", j), x)
+        if f.kind == "partition" and (f.nodes is None) == (f.rack is None):
+            out.append((base, "a partition names either `nodes` or `rack`"))
+        if getattr(f, "rack", None) is not None:
+            if not racks:
+                out.append((base + ("rack",), "rack faults need cluster.topology.kind: racks"))
+            elif not 0 <= f.rack < racks:
+                out.append((base + ("rack",), f"rack {f.rack} does not exist (racks 0..{racks - 1})"))
+        at = getattr(f, "at", getattr(f, "delay", 0.0))
+        if at > sc.duration:
+            key = "at" if hasattr(f, "at") else "delay"
+            out.append((base + (key,), f"{at:g} s is after the end of the run (duration {sc.duration:g} s)"))
+    for i, rf in enumerate(sc.random_faults):
+        for j, x in enumerate(rf.nodes or []):
+            node(("random_faults", i, "nodes", j), x)
+    return out

@@ -1,0 +1,144 @@
+"""Loading scenarios: bundled names or paths, `--set` overrides, errors with YAML paths and lines."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from .checks import problems
+from .schema import Scenario
+
+BUNDLED = Path(__file__).with_name("bundled")
+
+
+class ScenarioError(Exception):
+    """A scenario that cannot run; `messages` has one line per problem."""
+
+    def __init__(self, messages: list[str]):
+        super().__init__("\n".join(messages))
+        self.messages = messages
+
+
+def bundled() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(BUNDLED.glob("*.yaml"))}
+
+
+def format_path(path) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "<top level>"
+
+
+def _line_of(root, path) -> int | None:
+    """1-based line of the YAML node at `path` (or of its nearest existing parent)."""
+    node, line = root, (root.start_mark.line + 1 if root is not None else None)
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if k.value == str(part)), None)
+            if nxt is None:
+                key = next((k for k, v in node.value if k.value == str(part)), None)
+                return key.start_mark.line + 1 if key is not None else line
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            return line
+        line = node.start_mark.line + 1
+    return line
+
+
+def _set(data: dict, dotted: str, raw: str) -> None:
+    """Apply one `--set a.b.0.c=value` (the value is parsed as YAML: numbers, lists, null)."""
+    keys = [int(k) if k.isdigit() else k for k in dotted.split(".")]
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        value = raw
+    cur = data
+    for i, k in enumerate(keys[:-1]):
+        if isinstance(cur, list):
+            if not isinstance(k, int) or k >= len(cur):
+                raise ScenarioError([f"--set {dotted}: {format_path(keys[:i + 1])} does not exist"])
+            cur = cur[k]
+        else:
+            if not isinstance(cur, dict):
+                raise ScenarioError([f"--set {dotted}: {format_path(keys[:i])} is not a mapping"])
+            cur = cur.setdefault(k, {})
+    last = keys[-1]
+    if isinstance(cur, list):
+        if not isinstance(last, int) or last >= len(cur):
+            raise ScenarioError([f"--set {dotted}: {format_path(keys)} does not exist"])
+    cur[last] = value
+
+
+def load(source, overrides: list[str] | tuple = (), seed: int | None = None) -> Scenario:
+    """A validated Scenario from a bundled name, a YAML path, YAML text or a dict."""
+    root = None
+    label = "<scenario>"
+    if isinstance(source, Scenario):
+        data = source.model_dump(mode="json")
+    elif isinstance(source, dict):
+        data = copy.deepcopy(source)
+    else:
+        text, label = _read(source)
+        try:
+            root = yaml.compose(text)
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{label}:{mark.line + 1}" if mark else label
+            raise ScenarioError([f"{where}: not valid YAML: {getattr(e, 'problem', e)}"]) from None
+        if not isinstance(data, dict):
+            raise ScenarioError([f"{label}: a scenario is a YAML mapping (name:, duration:, cluster:, ...)"])
+    for item in overrides:
+        if "=" not in item:
+            raise ScenarioError([f"--set {item!r}: expected key.path=value"])
+        k, v = item.split("=", 1)
+        _set(data, k.strip(), v)
+    if seed is not None:
+        data["seed"] = seed
+    try:
+        sc = Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError([_message(label, root, err["loc"], err["msg"]) for err in e.errors()]) from None
+    found = problems(sc)
+    if found:
+        raise ScenarioError([_message(label, root, path, msg) for path, msg in found])
+    return sc
+
+
+def _message(label, root, loc, msg) -> str:
+    # pydantic puts the union tag in the location (faults.0.crash.at): drop it
+    path = [p for i, p in enumerate(loc) if not (i > 0 and isinstance(loc[i - 1], int)
+                                                  and isinstance(p, str) and loc[0] == "faults"
+                                                  and p in _FAULT_KINDS)]
+    line = _line_of(root, path) if root is not None else None
+    where = f"{label}:{line}" if line else label
+    return f"{where}: {format_path(path)}: {msg}"
+
+
+_FAULT_KINDS = {"crash", "restart", "slow_join", "pause", "partition", "store_crash",
+                "store_pause", "rack_failure", "clock_skew", "worker_failure"}
+
+
+def _read(source) -> tuple[str, str]:
+    s = str(source)
+    if "\n" in s:
+        return s, "<scenario>"
+    named = bundled()
+    if s in named:
+        return named[s].read_text(), f"{s} (bundled)"
+    p = Path(s)
+    if not p.exists():
+        raise ScenarioError([f"{s}: no such file, and no bundled scenario of that name "
+                             f"(bundled: {', '.join(named)})"])
+    try:
+        return p.read_text(), str(p)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError([f"{s}: cannot read: {e}"]) from None

@@ -1,0 +1,166 @@
+"""The scenario file, as typed pydantic models that reject unknown keys."""
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Topology(Strict):
+    kind: Literal["flat", "racks"] = "flat"
+    racks: PositiveInt = 1
+    spines: PositiveInt = 2
+    link_latency: NonNegativeFloat = 25e-6      # host <-> switch, one way, seconds
+    spine_latency: NonNegativeFloat = 50e-6     # rack switch <-> spine
+    jitter: NonNegativeFloat = 0.2              # each message: latency * (1 + jitter * U[0,1))
+
+
+class Cluster(Strict):
+    nodes: PositiveInt
+    nproc_per_node: PositiveInt = 8
+    start_nodes: PositiveInt | None = None      # how many start at t=0 (default: all)
+    start_spread: NonNegativeFloat = 0.5        # starts spread uniformly over this many seconds
+    topology: Topology = Topology()
+
+
+class Store(Strict):
+    host: int | None = 0                        # node index hosting the store (None: a launcher)
+    service_base: NonNegativeFloat = 20e-6
+    service_per_byte: NonNegativeFloat = 2e-9
+    op_timeout: PositiveFloat = 30.0
+
+
+class Protocol(Strict):
+    name: Literal["static", "hrw"] = "hrw"
+    run_id: str = "job"
+    min_nodes: PositiveInt | None = None        # default: every node
+    max_nodes: PositiveInt | None = None        # default: every node
+    last_call_timeout: NonNegativeFloat = 1.0
+    join_timeout: PositiveFloat = 600.0
+    confirm_timeout: PositiveFloat = 30.0
+    close_grace: NonNegativeFloat = 2.0
+    hole_grace: NonNegativeFloat = 1.0
+
+
+class Agent(Strict):
+    max_restarts: Annotated[int, Field(ge=0)] = 3
+    monitor_interval: PositiveFloat = 5.0
+    collective_timeout: PositiveFloat = 60.0
+    worker_start: NonNegativeFloat = 5.0
+    worker_start_per_node: NonNegativeFloat = 0.0
+    retry_backoff: NonNegativeFloat = 1.0
+
+
+class Shards(Strict):
+    count: Annotated[int, Field(ge=0)] = 1024
+    policies: list[Literal["hrw", "modulo", "ring"]] = ["hrw", "modulo", "ring"]
+    ring_vnodes: PositiveInt = 64
+
+
+class Outputs(Strict):
+    dir: str | None = None                      # default: runs/<name>
+    formats: list[Literal["parquet", "csv"]] = ["parquet", "csv"]
+
+
+# --- faults ----------------------------------------------------------------------------
+class _At(Strict):
+    at: NonNegativeFloat
+
+
+class Crash(_At):
+    kind: Literal["crash"]
+    node: int
+
+
+class Restart(_At):
+    kind: Literal["restart"]
+    node: int
+
+
+class SlowJoin(Strict):
+    kind: Literal["slow_join"]
+    node: int
+    delay: NonNegativeFloat
+
+
+class Pause(_At):
+    kind: Literal["pause"]
+    node: int
+    duration: PositiveFloat
+
+
+class Partition(_At):
+    kind: Literal["partition"]
+    nodes: list[int] | None = None
+    rack: int | None = None
+    duration: PositiveFloat
+
+
+class StoreCrash(_At):
+    kind: Literal["store_crash"]
+
+
+class StorePause(_At):
+    kind: Literal["store_pause"]
+    duration: PositiveFloat
+
+
+class RackFailure(_At):
+    kind: Literal["rack_failure"]
+    rack: int
+    repair: PositiveFloat | None = None          # restart the rack's nodes after this long
+
+
+class ClockSkew(_At):
+    kind: Literal["clock_skew"]
+    node: int
+    offset: float
+
+
+class WorkerFailure(_At):
+    kind: Literal["worker_failure"]
+    node: int
+
+
+Fault = Annotated[
+    Union[Crash, Restart, SlowJoin, Pause, Partition, StoreCrash, StorePause, RackFailure,
+          ClockSkew, WorkerFailure],
+    Field(discriminator="kind"),
+]
+
+
+class NodeFailures(Strict):
+    """Each node fails independently; time between failures drawn from the distribution."""
+    kind: Literal["node_failures"] = "node_failures"
+    distribution: Literal["exponential", "weibull"] = "exponential"
+    mtbf: PositiveFloat                          # mean time between failures per node, seconds
+    shape: PositiveFloat = 1.0                   # Weibull shape (1.0 = exponential)
+    repair: PositiveFloat | None = 600.0         # restart after this long (None: never)
+    nodes: list[int] | None = None               # default: every node
+
+
+class Scenario(Strict):
+    name: str
+    description: str = ""
+    seed: Annotated[int, Field(ge=0)] = 0
+    duration: PositiveFloat
+    cluster: Cluster
+    store: Store = Store()
+    protocol: Protocol = Protocol()
+    agent: Agent = Agent()
+    shards: Shards = Shards()
+    faults: list[Fault] = []
+    random_faults: list[NodeFailures] = []
+    outputs: Outputs = Outputs()
+
+    @property
+    def min_nodes(self) -> int:
+        return self.protocol.min_nodes or self.cluster.nodes
+
+    @property
+    def max_nodes(self) -> int:
+        return self.protocol.max_nodes or self.cluster.nodes

@@ -1,0 +1,89 @@
+"""The network: a networkx graph of hosts, racks and spines; latency and partitions.
+
+Latency from a host to the store's host is the sum of edge latencies along the shortest path,
+computed once; each message adds seeded jitter. A partition isolates a group of hosts for a
+while: messages across the cut are lost (the sender hangs until its own deadline).
+"""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+
+def flat(hosts: list[str], link_latency: float) -> nx.Graph:
+    """Every host on one switch."""
+    g = nx.Graph()
+    g.add_node("switch", level="switch")
+    for h in hosts:
+        g.add_node(h, level="host")
+        g.add_edge("switch", h, latency=link_latency)
+    return g
+
+
+def racks(hosts: list[str], n_racks: int, link_latency: float, spine_latency: float,
+          n_spines: int = 2) -> nx.Graph:
+    """Hosts under top-of-rack switches, racks under spines (a two-level Clos)."""
+    g = nx.Graph()
+    spines = [f"spine{s}" for s in range(n_spines)]
+    for s in spines:
+        g.add_node(s, level="spine")
+    for r in range(n_racks):
+        tor = f"rack{r}"
+        g.add_node(tor, level="rack")
+        for s in spines:
+            g.add_edge(tor, s, latency=spine_latency)
+    for i, h in enumerate(hosts):
+        g.add_node(h, level="host", rack=f"rack{i * n_racks // len(hosts)}")
+        g.add_edge(h, g.nodes[h]["rack"], latency=link_latency)
+    return g
+
+
+class Network:
+    def __init__(self, env, graph: nx.Graph, store_host: str, jitter: float,
+                 rng: np.random.Generator):
+        self.env = env
+        self.graph = graph
+        self.store_host = store_host
+        self.jitter = jitter
+        self.rng = rng
+        self.base = nx.single_source_dijkstra_path_length(graph, store_host, weight="latency")
+        self.isolated: dict[str, int] = {}     # host -> id of the partition group it is in
+        self.heal_events: dict = {}            # group -> event that fires when it heals
+        self._next_group = 1
+
+    def rack_of(self, host: str) -> str | None:
+        return self.graph.nodes[host].get("rack")
+
+    def hosts_in_rack(self, rack: str) -> list[str]:
+        return [h for h, d in self.graph.nodes(data=True) if d.get("rack") == rack]
+
+    def latency(self, host: str) -> float:
+        """One-way latency host -> store host, with jitter (always >= the path's sum)."""
+        base = self.base[host]
+        if self.jitter <= 0:
+            return base
+        return base * (1.0 + self.jitter * float(self.rng.random()))
+
+    def side(self, host: str) -> int:
+        return self.isolated.get(host, 0)
+
+    def reachable(self, a: str, b: str) -> bool:
+        return self.side(a) == self.side(b)
+
+    def cut(self, hosts: list[str]) -> int:
+        group = self._next_group
+        self._next_group += 1
+        for h in hosts:
+            self.isolated[h] = group
+        self.heal_events[group] = self.env.event()
+        return group
+
+    def heal(self, group: int) -> None:
+        for h in [h for h, g in self.isolated.items() if g == group]:
+            del self.isolated[h]
+        self.heal_events.pop(group).succeed()
+
+    def healed_event(self, host: str):
+        """The event that fires when the cut between `host` and the store host heals."""
+        group = self.side(host) or self.side(self.store_host)
+        return self.heal_events[group]

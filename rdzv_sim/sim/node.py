@@ -1,0 +1,46 @@
+"""A simulated host: its agent process, liveness, local signals and clock."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import simpy
+
+from ..protocols.base import NodeInfo
+
+
+@dataclass
+class SimNode:
+    info: NodeInfo
+    rack: str | None = None
+    process: simpy.Process | None = None
+    alive: bool = False
+    paused: bool = False
+    resumed: simpy.Event | None = None
+    clock_skew: float = 0.0
+    running_round: int | None = None     # the round whose workers run here
+    ctx_round: int | None = None         # the round its store traffic counts toward
+    conn_last: float = 0.0               # last request arrival: one TCP connection keeps order
+    incarnation: int = 0
+    pending: set = field(default_factory=set)       # signals that came while nobody waited
+    waiters: dict = field(default_factory=dict)     # signal name -> simpy.Event
+    branches: list = field(default_factory=list)    # FirstOf branch processes in flight
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def signal_event(self, env: simpy.Environment, name: str) -> simpy.Event:
+        if name in self.pending:
+            self.pending.discard(name)
+            return env.event().succeed()
+        ev = self.waiters.get(name)
+        if ev is None:
+            ev = self.waiters[name] = env.event()
+        return ev
+
+    def signal(self, name: str) -> None:
+        ev = self.waiters.pop(name, None)
+        if ev is not None and not ev.triggered:
+            ev.succeed()
+        else:
+            self.pending.add(name)

@@ -1,0 +1,209 @@
+"""The SimPy runtime: interprets protocol operations for each simulated node.
+
+Each node's agent is a SimPy process that drives the protocol generator: it sends in the
+result of each operation, or throws in the store error a real client would raise. Store
+calls pay network latency both ways plus queueing and service at the store; a paused store
+or a cut link makes the call hang until the client's own deadline. Nothing here polls: a
+waiting node costs no events until what it waits for happens.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import simpy
+
+from .. import ops as O
+from .network import Network
+from .node import SimNode
+from .store import StoreServer, payload
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    op_timeout: float = 30.0          # the client's deadline for one store call
+    collective_timeout: float = 60.0  # how long a collective hangs before failing
+    worker_start: float = 5.0         # process start + process-group init, seconds
+    worker_start_per_node: float = 0.0
+    wall_epoch: float = 1.7e9         # wall clock at t=0
+
+
+class SimRuntime:
+    def __init__(self, env: simpy.Environment, store: StoreServer, net: Network, trace,
+                 cfg: RuntimeConfig):
+        self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
+        self.nodes: dict[str, SimNode] = {}
+        self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
+        self.total_ops = 0
+
+    # --- driving a protocol generator ------------------------------------------------
+    def drive(self, node: SimNode, gen):
+        """SimPy process body: run `gen` for `node` until it returns or the node dies."""
+        value, exc = None, None
+        try:
+            while True:
+                if node.paused:
+                    yield node.resumed
+                try:
+                    op = gen.throw(exc) if exc is not None else gen.send(value)
+                except StopIteration as stop:
+                    return stop.value
+                value, exc = None, None
+                try:
+                    value = yield from self.execute(node, op)
+                except (O.StoreTimeout, O.StoreError) as e:
+                    exc = e
+        except simpy.Interrupt:
+            gen.close()
+            self._cancel_branches(node)
+            return "killed"
+
+    def execute(self, node: SimNode, op):
+        env = self.env
+        t = type(op)
+        if t is O.Now:
+            return env.now
+        if t is O.WallClock:
+            return self.cfg.wall_epoch + env.now + node.clock_skew
+        if t is O.Emit:
+            if op.round is not None:
+                node.ctx_round = op.round
+            self.trace.record(env.now, node.name, op.event, op.round, op.rank, op.world_size,
+                              op.detail)
+            return None
+        if t is O.Sleep:
+            if op.seconds > 0:
+                yield env.timeout(op.seconds)
+            return None
+        if t is O.FirstOf:
+            return (yield from self.first_of(node, op))
+        if t is O.StartWorkers:
+            yield env.timeout(self.cfg.worker_start + self.cfg.worker_start_per_node * op.members)
+            node.running_round = op.round
+            node.pending.clear()
+            return None
+        if t is O.StopWorkers:
+            node.running_round = None
+            return None
+        if t in O.STORE_OPS:
+            return (yield from self.store_call(node, op))
+        raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
+
+    # --- the store -------------------------------------------------------------------
+    def _account(self, node: SimNode, nbytes: int) -> None:
+        self.total_ops += 1
+        acc = self.round_ops.get(node.ctx_round)
+        if acc is None:
+            acc = self.round_ops[node.ctx_round] = [0, 0]
+        acc[0] += 1
+        acc[1] += nbytes
+
+    def _until_clear(self, node: SimNode, deadline: float):
+        """Hang while the store is paused or cut off from `node`; StoreTimeout at the deadline."""
+        env, store, net = self.env, self.store, self.net
+        while store.paused or not net.reachable(node.name, store.host):
+            remaining = deadline - env.now
+            if remaining <= 0:
+                raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
+            waits = [env.timeout(remaining)] if math.isfinite(remaining) else []
+            waits.append(store.unpaused if store.paused else net.healed_event(node.name))
+            yield env.any_of(waits)
+            if env.now >= deadline:
+                raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
+
+    def store_call(self, node: SimNode, op):
+        env, store = self.env, self.store
+        deadline = env.now + self.cfg.op_timeout
+        nbytes = payload(op)
+        self._account(node, nbytes)
+        yield from self._until_clear(node, deadline)
+        arrival = max(env.now + self.net.latency(node.name), node.conn_last)
+        node.conn_last = arrival
+        if type(op) is O.Set:                        # fire and forget: the client moves on
+            env.process(self._serve(node, op, arrival, nbytes))
+            return None
+        yield env.timeout(arrival - env.now)
+        result = yield from self._serve(node, op, arrival, nbytes, deadline)
+        yield env.timeout(self.net.latency(node.name))
+        return result
+
+    def _serve(self, node: SimNode, op, arrival: float, nbytes: int, deadline=math.inf):
+        env, store = self.env, self.store
+        if env.now < arrival:
+            yield env.timeout(arrival - env.now)
+        if not store.alive:
+            raise O.StoreError(f"{node.name}: connection refused: the store is down")
+        yield from self._until_clear(node, deadline)
+        with store.queue.request() as req:
+            yield req
+            yield env.timeout(store.service.time(nbytes))
+        if not store.alive:
+            raise O.StoreError(f"{node.name}: connection reset: the store went down")
+        needed = store.keys_needed(op)
+        if needed and store.missing(needed):
+            timeout = op.timeout if op.timeout is not None else self.cfg.op_timeout
+            ev = store.park(needed)
+            try:
+                if math.isfinite(timeout):
+                    got = yield env.any_of([ev, env.timeout(timeout)])
+                    if ev not in got:
+                        store.unpark(ev, needed)
+                        raise O.StoreTimeout(f"{node.name}: wait for {needed[0]!r} timed out "
+                                             f"after {timeout:g} s")
+                else:
+                    yield ev
+            except simpy.Interrupt:
+                store.unpark(ev, needed)
+                raise
+        return store.apply(op)
+
+    # --- FirstOf: a second connection, timers, local signals -------------------------
+    def _branch(self, node: SimNode, op):
+        try:
+            return (yield from self.store_call(node, op))
+        except (O.StoreTimeout, O.StoreError) as e:
+            return e
+
+    def first_of(self, node: SimNode, op: O.FirstOf):
+        env = self.env
+        events, procs, signals = [], [], []
+        for br in op.branches:
+            t = type(br)
+            if t is O.Sleep:
+                ev = env.timeout(br.seconds) if math.isfinite(br.seconds) else env.event()
+            elif t is O.Local:
+                ev = node.signal_event(env, br.name)
+                signals.append(br.name)
+            elif t in O.BLOCKING_OPS or t in O.STORE_OPS:
+                ev = env.process(self._branch(node, br))
+                procs.append(ev)
+            else:
+                raise TypeError(f"FirstOf cannot wait on {br!r}")
+            events.append(ev)
+        node.branches.extend(procs)
+        cond = env.any_of(events)
+        try:
+            got = yield cond
+        finally:
+            cond.defused = True                 # a cancelled branch must not fail the wait
+            for p in procs:
+                if p.is_alive:
+                    p.interrupt()
+                    p.defused = True
+                node.branches.remove(p)
+            for name in signals:
+                ev = node.waiters.get(name)
+                if ev is not None and not ev.triggered:
+                    del node.waiters[name]
+        for i, ev in enumerate(events):
+            if ev in got:
+                return i, got[ev]
+        raise RuntimeError("FirstOf woke with no branch done")
+
+    def _cancel_branches(self, node: SimNode) -> None:
+        for p in node.branches:
+            if p.is_alive:
+                p.interrupt()
+                p.defused = True
+        node.branches.clear()
+        node.waiters.clear()

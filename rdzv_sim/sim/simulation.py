@@ -1,0 +1,186 @@
+"""`Simulation`: a scenario turned into a SimPy world of hosts, a store, a network and faults."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from .. import protocols
+from ..protocols.agent import AgentConfig, elastic_agent
+from ..protocols.base import NodeInfo, ProtocolConfig
+from ..scenario.schema import Scenario
+from ..trace import RunStats, Tracer
+from . import faults, network
+from .network import Network
+from .node import SimNode
+from .runtime import RuntimeConfig, SimRuntime
+from .store import ServiceModel, StoreServer
+
+
+def _count_events(env: simpy.Environment) -> list:
+    """Wrap env.step to count processed events (SimPy keeps no counter of its own)."""
+    counter = [0]
+    step = env.step
+
+    def counted():
+        counter[0] += 1
+        step()
+    env.step = counted
+    return counter
+
+
+class Simulation:
+    def __init__(self, sc: Scenario):
+        self.sc = sc
+        self.env = env = simpy.Environment()
+        self._events = _count_events(env)
+        seeds = np.random.SeedSequence(sc.seed).spawn(4)
+        rng_net, self.rng_start, rng_faults, _ = (np.random.default_rng(s) for s in seeds)
+        n = sc.cluster.nodes
+        width = len(str(n - 1))
+        hosts = [f"node{i:0{width}d}" for i in range(n)]
+        topo = sc.cluster.topology
+        if topo.kind == "racks":
+            graph = network.racks(hosts, topo.racks, topo.link_latency, topo.spine_latency, topo.spines)
+        else:
+            graph = network.flat(hosts, topo.link_latency)
+        store_host = hosts[sc.store.host] if sc.store.host is not None else "launcher"
+        if store_host == "launcher":
+            graph.add_node("launcher", level="host")
+            graph.add_edge("launcher", "spine0" if topo.kind == "racks" else "switch",
+                           latency=topo.link_latency)
+        self.net = Network(env, graph, store_host, topo.jitter, rng_net)
+        self.store = StoreServer(env, store_host, ServiceModel(sc.store.service_base,
+                                                               sc.store.service_per_byte))
+        self.trace = Tracer()
+        a = sc.agent
+        self.runtime = SimRuntime(env, self.store, self.net, self.trace, RuntimeConfig(
+            op_timeout=sc.store.op_timeout, collective_timeout=a.collective_timeout,
+            worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node))
+        p = sc.protocol
+        self.protocol = protocols.get(p.name)(ProtocolConfig(
+            run_id=p.run_id, min_nodes=sc.min_nodes, max_nodes=sc.max_nodes,
+            last_call_timeout=p.last_call_timeout, join_timeout=p.join_timeout,
+            confirm_timeout=p.confirm_timeout, close_grace=p.close_grace, hole_grace=p.hole_grace))
+        self.agent_cfg = AgentConfig(max_restarts=a.max_restarts, monitor_interval=a.monitor_interval,
+                                     retry_backoff=a.retry_backoff)
+        self.hosts = hosts
+        self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
+                      for i, h in enumerate(hosts)}
+        self.runtime.nodes = self.nodes
+        self._schedule(rng_faults)
+
+    # --- set-up --------------------------------------------------------------------
+    def node_at(self, index: int) -> SimNode:
+        return self.nodes[self.hosts[index]]
+
+    def _schedule(self, rng_faults: np.random.Generator) -> None:
+        sc, env = self.sc, self.env
+        late = {f.node: f.delay for f in sc.faults if f.kind == "slow_join"}
+        first = sc.cluster.start_nodes if sc.cluster.start_nodes is not None else sc.cluster.nodes
+        offsets = self.rng_start.uniform(0.0, sc.cluster.start_spread, size=sc.cluster.nodes)
+        for i, h in enumerate(self.hosts):
+            if i in late:
+                env.process(self._start_at(self.nodes[h], late[i], "slow_join"))
+            elif i < first:
+                env.process(self._start_at(self.nodes[h], float(offsets[i]), "start"))
+        for f in sc.faults:
+            if f.kind != "slow_join":
+                env.process(faults.scheduled(self, f))
+        for rf in sc.random_faults:
+            targets = rf.nodes if rf.nodes is not None else range(sc.cluster.nodes)
+            rngs = [np.random.default_rng(s) for s in
+                    np.random.SeedSequence(int(rng_faults.integers(2**63))).spawn(len(targets))]
+            for i, rng in zip(targets, rngs):
+                env.process(faults.random_failures(self, rf, self.node_at(i), rng))
+
+    def _start_at(self, node: SimNode, t: float, why: str):
+        if t > 0:
+            yield self.env.timeout(t)
+        self.start(node, why)
+
+    # --- what faults do ------------------------------------------------------------
+    def start(self, node: SimNode, why: str) -> None:
+        if node.alive:
+            return
+        node.alive, node.paused = True, False
+        node.incarnation += 1
+        node.running_round = node.ctx_round = None
+        node.pending.clear()
+        self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
+        gen = elastic_agent(node.info, self.protocol, self.agent_cfg)
+        node.process = self.env.process(self.runtime.drive(node, gen))
+
+    def crash(self, node: SimNode, cause: str) -> None:
+        if not node.alive:
+            return
+        self.trace.record(self.env.now, node.name, "fault_crash", node.running_round,
+                          detail={"cause": cause})
+        node.alive = False
+        if node.process is not None and node.process.is_alive:
+            node.process.interrupt("crash")
+        self._peers_notice(node.running_round, {node.name})
+        node.running_round = None
+        if node.name == self.store.host:
+            self.crash_store("store_host_crash")
+
+    def crash_store(self, cause: str) -> None:
+        if self.store.alive:
+            self.trace.record(self.env.now, "store", "fault_store_crash", detail={"cause": cause})
+            self.store.crash()
+
+    def pause(self, node: SimNode, duration: float):
+        env = self.env
+        self.trace.record(env.now, node.name, "fault_pause", node.running_round,
+                          detail={"duration": duration})
+        node.paused, node.resumed = True, env.event()
+        if duration >= self.runtime.cfg.collective_timeout:
+            self._peers_notice(node.running_round, {node.name})
+        yield env.timeout(duration)
+        node.paused = False
+        node.resumed.succeed()
+        self.trace.record(env.now, node.name, "node_resumed")
+
+    def partition(self, hosts: list[str], duration: float):
+        env = self.env
+        self.trace.record(env.now, "network", "fault_partition",
+                          detail={"hosts": sorted(hosts), "duration": duration})
+        group = self.net.cut(hosts)
+        if duration >= self.runtime.cfg.collective_timeout:
+            cut = set(hosts)
+            for rnd in {n.running_round for n in self.nodes.values() if n.running_round is not None}:
+                members = {n.name for n in self.nodes.values() if n.running_round == rnd}
+                if members & cut and members - cut:
+                    self._peers_notice(rnd, set())
+        yield env.timeout(duration)
+        self.net.heal(group)
+        self.trace.record(env.now, "network", "partition_healed", detail={"hosts": len(hosts)})
+
+    def _peers_notice(self, rnd, culprits: set) -> None:
+        """The survivors' collectives of round `rnd` fail after the collective timeout."""
+        if rnd is None:
+            return
+        targets = [n for n in self.nodes.values() if n.running_round == rnd and n.name not in culprits]
+        if targets:
+            self.env.process(self._notify(targets, rnd))
+
+    def _notify(self, targets, rnd):
+        yield self.env.timeout(self.runtime.cfg.collective_timeout)
+        for n in targets:
+            if n.alive and n.running_round == rnd:
+                n.signal("peer_failed")
+
+    # --- running -------------------------------------------------------------------
+    def run(self, progress=None, slices: int = 100) -> RunStats:
+        """Run to the scenario's duration; `progress(t)` is called `slices` times."""
+        t0 = time.perf_counter()
+        end = self.sc.duration
+        for i in range(1, slices + 1):
+            self.env.run(until=end * i / slices)
+            if progress is not None:
+                progress(self.env.now)
+        return RunStats(duration=end, protocol=self.sc.protocol.name, nodes=self.sc.cluster.nodes,
+                        sim_events=self._events[0], wall_s=time.perf_counter() - t0,
+                        store_ops=self.runtime.total_ops)

@@ -1,0 +1,153 @@
+"""The store server model: one FIFO queue, service time that grows with payload bytes.
+
+It keeps TCPStore's semantics (see rdzv_sim.ops) over a dict of text values. Blocking
+reads park a waiter event on their keys; a write wakes exactly the waiters it completes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import simpy
+
+from ..ops import (Add, Check, CompareSet, Delete, Get, MultiGet, MultiSet, Set, StoreError,
+                   Wait)
+
+
+@dataclass(frozen=True)
+class ServiceModel:
+    base: float = 20e-6           # seconds per operation
+    per_byte: float = 2e-9        # seconds per payload byte
+
+    def time(self, nbytes: int) -> float:
+        return self.base + self.per_byte * nbytes
+
+
+def payload(op) -> int:
+    """Bytes a request carries (keys and values), as TCPStore would send them."""
+    if isinstance(op, Set):
+        return len(op.key) + len(op.value)
+    if isinstance(op, CompareSet):
+        return len(op.key) + len(op.expected) + len(op.desired)
+    if isinstance(op, MultiSet):
+        return sum(len(k) + len(v) for k, v in op.items)
+    if isinstance(op, (Wait, Check, MultiGet)):
+        return sum(len(k) for k in op.keys)
+    return len(op.key)
+
+
+class StoreServer:
+    def __init__(self, env: simpy.Environment, host: str, service: ServiceModel):
+        self.env = env
+        self.host = host
+        self.service = service
+        self.queue = simpy.Resource(env, capacity=1)
+        self.data: dict[str, str] = {}
+        self.waiters: dict[str, list] = {}       # key -> [(event, keys)]
+        self.alive = True
+        self.paused = False
+        self.unpaused = env.event()
+
+    # --- lifecycle -----------------------------------------------------------------
+    def crash(self) -> None:
+        self.alive = False
+        err = StoreError("store connection lost: the store's host is down")
+        for lst in self.waiters.values():
+            for ev, _ in lst:
+                if not ev.triggered:
+                    ev.fail(err)
+                    ev.defused = True
+        self.waiters.clear()
+
+    def pause(self) -> None:
+        if not self.paused:
+            self.paused = True
+            self.unpaused = self.env.event()
+
+    def resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            self.unpaused.succeed()
+
+    # --- blocking ------------------------------------------------------------------
+    def missing(self, keys) -> list[str]:
+        return [k for k in keys if k not in self.data]
+
+    def park(self, keys) -> simpy.Event:
+        ev = self.env.event()
+        entry = (ev, tuple(keys))
+        for k in self.missing(keys):
+            self.waiters.setdefault(k, []).append(entry)
+        return ev
+
+    def unpark(self, ev: simpy.Event, keys) -> None:
+        for k in keys:
+            lst = [e for e in self.waiters.get(k, ()) if e[0] is not ev]
+            if lst:
+                self.waiters[k] = lst
+            else:
+                self.waiters.pop(k, None)
+
+    def _wrote(self, key: str) -> None:
+        for ev, keys in self.waiters.pop(key, ()):
+            if not ev.triggered and not self.missing(keys):
+                ev.succeed()
+
+    # --- the operations ------------------------------------------------------------
+    def apply(self, op):
+        """Apply a non-blocking op (or the non-blocking part of a blocking one)."""
+        d = self.data
+        if isinstance(op, Set):
+            d[op.key] = op.value
+            self._wrote(op.key)
+            return None
+        if isinstance(op, Add):
+            v = int(d.get(op.key, "0")) + op.amount
+            d[op.key] = str(v)
+            self._wrote(op.key)
+            return v
+        if isinstance(op, CompareSet):
+            cur = d.get(op.key)
+            if cur is None:
+                if op.expected == "":
+                    d[op.key] = op.desired
+                    self._wrote(op.key)
+                    return op.desired
+                return op.expected
+            if cur == op.expected:
+                d[op.key] = op.desired
+                self._wrote(op.key)
+                return op.desired
+            return cur
+        if isinstance(op, Check):
+            return not self.missing(op.keys)
+        if isinstance(op, MultiSet):
+            for k, v in op.items:
+                d[k] = v
+            for k, _ in op.items:
+                self._wrote(k)
+            return None
+        if isinstance(op, Delete):
+            return d.pop(op.key, None) is not None
+        if isinstance(op, Get):
+            return d[op.key]
+        if isinstance(op, MultiGet):
+            return [d[k] for k in op.keys]
+        if isinstance(op, Wait):
+            return None
+        raise TypeError(f"not a store operation: {op!r}")
+
+    @staticmethod
+    def keys_needed(op) -> tuple[str, ...]:
+        if isinstance(op, Get):
+            return (op.key,)
+        if isinstance(op, (Wait, MultiGet)):
+            return op.keys
+        return ()
+
+    @staticmethod
+    def reply_bytes(op, result) -> int:
+        if isinstance(result, str):
+            return len(result)
+        if isinstance(result, list):
+            return sum(len(x) for x in result)
+        return 8

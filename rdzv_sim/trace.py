@@ -1,0 +1,138 @@
+"""The trace schema shared by every runtime: `events`, `rounds`, `summary` tables.
+
+A runtime only records events; the other tables are derived here from the events (plus the
+store counters the runtime kept), so simulated and real runs are summarised identically.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+SCHEMA_VERSION = 1
+EVENT_COLUMNS = ["t", "node", "event", "round", "rank", "world_size", "detail"]
+
+
+class Tracer:
+    """Collects events as plain tuples (cheap); builds the DataFrame once at the end."""
+
+    def __init__(self):
+        self.rows: list[tuple] = []
+
+    def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
+        self.rows.append((float(t), node, event, rnd, rank, world_size,
+                          json.dumps(detail, sort_keys=True, separators=(",", ":")) if detail else ""))
+
+
+def _stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
+    df.insert(0, "schema_version", SCHEMA_VERSION)
+    df.insert(1, "scenario", scenario)
+    df.insert(2, "seed", seed)
+    return df
+
+
+def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
+    for c in ("round", "rank", "world_size"):
+        df[c] = df[c].astype("Int64")
+    df = df.sort_values("t", kind="stable").reset_index(drop=True)
+    return _stamp(df, scenario, seed)
+
+
+def details(df: pd.DataFrame) -> list[dict]:
+    return [json.loads(d) if d else {} for d in df["detail"]]
+
+
+def rounds_table(events: pd.DataFrame, round_ops: dict | None = None) -> pd.DataFrame:
+    """One row per completed round: when, who, how fast, how much store traffic."""
+    ra = events[events["event"] == "rank_assigned"]
+    joins = events[events["event"] == "join"]
+    rows = []
+    for rnd, grp in ra.groupby("round", sort=True):
+        rnd = int(rnd)
+        det = details(grp)
+        started = joins.loc[joins["round"] == rnd, "t"]
+        start = float(started.min()) if len(started) else float(grp["t"].min())
+        ranks = sorted(int(r) for r in grp["rank"])
+        nn = {d["nnodes"] for d in det}
+        ops, nbytes = (round_ops or {}).get(rnd, (0, 0))
+        rows.append({
+            "round": rnd,
+            "start": start,
+            "end": float(grp["t"].max()),
+            "latency": float(grp["t"].max()) - start,
+            "nnodes": len(grp),
+            "world_size": int(grp["world_size"].max()),
+            "members": ",".join(sorted(grp["node"])),
+            "consistent": (len({d["digest"] for d in det}) == 1 and len(nn) == 1
+                           and ranks == list(range(len(grp))) and nn == {len(grp)}
+                           and grp["world_size"].nunique() == 1),
+            "store_ops": int(ops),
+            "store_bytes": int(nbytes),
+        })
+    cols = ["round", "start", "end", "latency", "nnodes", "world_size", "members", "consistent",
+            "store_ops", "store_bytes"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+@dataclass
+class RunStats:
+    duration: float
+    protocol: str
+    nodes: int
+    sim_events: int = 0
+    wall_s: float = 0.0
+    store_ops: int = 0
+
+
+def _pct(values, q) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+def running_fraction(events: pd.DataFrame, duration: float) -> float:
+    """Share of the run during which some round's workers were up (a goodput upper bound)."""
+    ws = events[events["event"].isin(["workers_started", "round_left", "agent_exit", "fault_crash"])]
+    live: dict[str, bool] = {}
+    busy, last, count = 0.0, 0.0, 0
+    for t, node, ev in zip(ws["t"], ws["node"], ws["event"]):
+        if count > 0:
+            busy += t - last
+        last = t
+        up = ev == "workers_started"
+        if live.get(node, False) != up:
+            count += 1 if up else -1
+            live[node] = up
+    if count > 0:
+        busy += max(0.0, duration - last)
+    return busy / duration if duration > 0 else math.nan
+
+
+def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
+                  scenario: str, seed: int) -> pd.DataFrame:
+    ra = events[events["event"] == "rank_assigned"]
+    lat = [d.get("latency", math.nan) for d in details(ra)]
+    exits = events[events["event"] == "agent_exit"]
+    row = {
+        "protocol": stats.protocol,
+        "nodes": stats.nodes,
+        "duration": stats.duration,
+        "rounds_completed": len(rounds),
+        "rdzv_latency_p50": _pct(lat, 50),
+        "rdzv_latency_p99": _pct(lat, 99),
+        "round_latency_p50": _pct(rounds["latency"], 50) if len(rounds) else math.nan,
+        "failures_injected": int(events["event"].str.startswith("fault_").sum()),
+        "store_ops": int(stats.store_ops),
+        "store_bytes": int(rounds["store_bytes"].sum()) if len(rounds) else 0,
+        "agents_exited": int(len(exits)),
+        "store_lost": bool((events["event"] == "store_lost").any()),
+        "running_fraction": running_fraction(events, stats.duration),
+        "all_rounds_consistent": bool(rounds["consistent"].all()) if len(rounds) else True,
+        "sim_events": int(stats.sim_events),
+    }
+    for c in rounds.columns:
+        if c.startswith("shards_moved_"):
+            row[c] = int(rounds[c].sum())
+    return _stamp(pd.DataFrame([row]), scenario, seed)

@@ -1,0 +1,1 @@
+"""The real runtime over torch.distributed.TCPStore (not built yet; see the open issue)."""

@@ -1,0 +1,69 @@
+"""The command line: runs, lists, schemas; bad input gives one clear message and exit 2."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+BROKEN = sorted(Path(__file__).with_name("broken").glob("*.yaml"))
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "rdzv_sim", *args], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=[p.stem for p in BROKEN])
+def test_broken_scenarios_give_their_message(path):
+    from rdzv_sim.scenario import ScenarioError, load
+    expect = path.read_text().splitlines()[0].removeprefix("# expect: ")
+    with pytest.raises(ScenarioError) as e:
+        load(path)
+    text = "\n".join(e.value.messages)
+    assert expect in text, text
+    assert all(m.startswith(str(path)) for m in e.value.messages)
+
+
+def test_error_messages_carry_the_yaml_line():
+    from rdzv_sim.scenario import ScenarioError, load
+    with pytest.raises(ScenarioError) as e:
+        load(Path(__file__).with_name("broken") / "bad-fault-time.yaml")
+    assert e.value.messages[0].split(":")[1] == "7"
+
+
+def test_cli_bad_scenario_exit_2_no_traceback_nothing_written(tmp_path):
+    out = tmp_path / "out"
+    r = cli("run", str(BROKEN[0]), "--out", str(out))
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "error:" in r.stderr
+    assert not out.exists()
+    r = cli("run", "no-such-scenario")
+    assert r.returncode == 2 and "no bundled scenario" in r.stderr and "quickstart" in r.stderr
+    r = cli("run", "quickstart", "--set", "cluster.nodes=zero", "--out", str(out))
+    assert r.returncode == 2 and "cluster.nodes" in r.stderr and not out.exists()
+
+
+def test_cli_run_writes_tables_and_prints_summary(tmp_path):
+    r = cli("run", "quickstart", "--out", str(tmp_path), "--set", "duration=300", "--seed", "5")
+    assert r.returncode == 0, r.stderr
+    assert "rounds_completed" in r.stdout
+    for t in ("events", "rounds", "summary"):
+        df = pd.read_parquet(tmp_path / f"{t}.parquet")
+        assert (df["seed"] == 5).all()
+        assert (tmp_path / f"{t}.csv").exists()
+    assert pd.read_parquet(tmp_path / "summary.parquet")["duration"].iloc[0] == 300
+
+
+def test_cli_list_and_schema():
+    r = cli("list")
+    assert r.returncode == 0 and "quickstart" in r.stdout and "rack-failure" in r.stdout
+    r = cli("schema")
+    s = json.loads(r.stdout)
+    assert s["title"] == "Scenario" and "faults" in s["properties"]
+
+
+def test_import_is_fast_and_torch_free():
+    code = "import sys, rdzv_sim; assert 'torch' not in sys.modules and 'pandas' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

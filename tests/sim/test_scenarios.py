@@ -1,0 +1,121 @@
+"""Whole scenarios: exact outcomes, determinism, faults doing what they say, idle time free."""
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import rdzv_sim
+from hrw import Assignment, Placement
+from rdzv_sim.scenario import bundled
+
+
+@pytest.fixture(scope="module")
+def quickstart():
+    return rdzv_sim.run("quickstart")
+
+
+def test_quickstart_exact_outcome(quickstart):
+    r = quickstart.rounds
+    hosts = [f"node{i}" for i in range(8)]
+    without3 = [h for h in hosts if h != "node3"]
+    assert r["round"].tolist() == [0, 1, 2]
+    assert r["members"].tolist() == [",".join(hosts), ",".join(without3), ",".join(hosts)]
+    assert r["nnodes"].tolist() == [8, 7, 8] and r["world_size"].tolist() == [64, 56, 64]
+    assert r["consistent"].all()
+    # ranks: HRW order of the run id over the members, whatever the arrival order
+    ev = quickstart.events
+    for rnd, members in [(0, hosts), (1, without3), (2, hosts)]:
+        got = ev[(ev.event == "rank_assigned") & (ev["round"] == rnd)].sort_values("rank")["node"].tolist()
+        assert got == Placement(members, seed=0).rank_order("job")
+    # the crash is noticed when the survivors' collective times out (120 + 30 s)
+    assert r["start"].iloc[1] == pytest.approx(150.0, abs=0.01)
+    # shards: exactly node3's keys move away, then exactly as many come back
+    a = Assignment(np.arange(4096), Placement(hosts, seed=0))
+    owned_by_3 = int((a.owners() == "node3").sum())
+    assert r["shards_moved_hrw"].tolist() == [0, owned_by_3, owned_by_3]
+    assert (r["shards_moved_modulo"].iloc[1:] > 4 * r["shards_moved_hrw"].iloc[1:]).all()
+
+
+def test_tables_carry_schema_scenario_and_seed(quickstart):
+    for df in (quickstart.events, quickstart.rounds, quickstart.summary):
+        assert {"schema_version", "scenario", "seed"} <= set(df.columns)
+        assert (df["scenario"] == "quickstart").all() and (df["seed"] == 1).all()
+
+
+def test_same_seed_identical_tables_even_across_hash_seeds(tmp_path):
+    code = ("import rdzv_sim,sys; r=rdzv_sim.run('partition', seed=4); "
+            "r.save(sys.argv[1], ['parquet'])")
+    for i, hs in enumerate(["1", "999"]):
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / str(i))], check=True,
+                       env={"PYTHONHASHSEED": hs, "PATH": "/usr/bin:/bin"})
+    for t in ("events", "rounds", "summary"):
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "0" / f"{t}.parquet"),
+                                      pd.read_parquet(tmp_path / "1" / f"{t}.parquet"))
+
+
+RANDOM = """
+name: random-failures
+seed: 1
+duration: 20000
+cluster: {nodes: 12, nproc_per_node: 2}
+protocol: {name: hrw, min_nodes: 4, max_nodes: 12}
+agent: {max_restarts: 100, collective_timeout: 30}
+store: {host: null}
+random_faults:
+  - {distribution: weibull, shape: 0.8, mtbf: 20000, repair: 300}
+"""
+
+
+def test_seed_replays_random_faults_and_other_seed_changes_them():
+    a, b, c = (rdzv_sim.run(RANDOM, seed=s) for s in (1, 1, 2))
+    pd.testing.assert_frame_equal(a.events, b.events)
+    crashes = lambda r: r.events[r.events.event == "fault_crash"][["t", "node"]].values.tolist()
+    assert len(crashes(a)) > 0 and crashes(a) != crashes(c)
+    assert a.rounds["consistent"].all() and c.rounds["consistent"].all()
+
+
+def test_store_host_crash_ends_the_job_with_a_clear_event():
+    r = rdzv_sim.run("store-crash")
+    ev = r.events
+    assert (ev.event == "fault_store_crash").sum() == 1
+    lost = ev[ev.event == "store_lost"]
+    assert len(lost) == 7 and (lost.t >= 150).all() and (lost.t < 150.01).all()
+    assert set(ev[ev.event == "agent_exit"].detail.str.contains("store_lost")) == {True}
+    assert bool(r.summary.store_lost.iloc[0])
+
+
+def test_partition_longer_than_op_timeout_produces_timeouts():
+    r = rdzv_sim.run("partition")
+    ev = r.events
+    cut = {f"node{i}" for i in range(12, 16)}
+    timeouts = ev[ev.event == "store_timeout"]
+    assert len(timeouts) > 0 and set(timeouts.node) <= cut
+    rounds = r.rounds
+    assert rounds.nnodes.tolist() == [16, 12, 16]
+    assert rounds.start.iloc[1] == pytest.approx(260.0, abs=0.01)     # 200 + collective timeout
+    assert rounds.start.iloc[2] > 320.0                                # after the cut heals
+
+
+def test_static_missing_rank_times_out_at_deadline():
+    r = rdzv_sim.run("static-missing-rank")
+    to = r.events[r.events.event == "rendezvous_timeout"]
+    assert len(to) == 7 and (to.t >= 120).all() and (to.t < 121).all()
+    assert r.rounds.empty
+
+
+def test_idle_time_costs_no_events():
+    short = rdzv_sim.run("quickstart", ["duration=1000"]).summary.sim_events.iloc[0]
+    long_ = rdzv_sim.run("quickstart", ["duration=10000000"]).summary.sim_events.iloc[0]
+    assert long_ == short            # 10,000x the simulated time, not one event more
+
+
+@pytest.mark.parametrize("name", sorted(bundled()))
+def test_every_bundled_scenario_runs(name):
+    overrides = {"rack-failure": ["cluster.nodes=64", "protocol.min_nodes=32",
+                                  "protocol.max_nodes=64", "shards.count=4096"]}.get(name, [])
+    r = rdzv_sim.run(name, overrides)
+    assert len(r.events) > 0
+    if name not in ("static-missing-rank",):
+        assert len(r.rounds) >= 1 and r.rounds["consistent"].all()
