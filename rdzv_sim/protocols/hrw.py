@@ -55,9 +55,14 @@ class HrwProtocol(Protocol):
                 if assigned.get("failed"):
                     yield from self.end_round_at(rnd, assigned["failed"])
                     raise RendezvousFailed(f"round {rnd}: {assigned['failed']}")
-            # late: wait for this round to end, then join the next one
-            waiting = yield Add(self._k(rnd, "waiting"), 1)
-            yield Emit("waiting", round=rnd, detail={"slot": slot, "waiting": waiting})
+            # late: wait for this round to end, then join the next one. A round that is
+            # already full keeps running: its extra joiners wait without asking for a restart
+            # (torchrun's redundancy list), or every newcomer would restart it forever.
+            if count >= cfg.max_nodes:
+                yield Emit("redundant", round=rnd, detail={"slot": slot})
+            else:
+                waiting = yield Add(self._k(rnd, "waiting"), 1)
+                yield Emit("waiting", round=rnd, detail={"slot": slot, "waiting": waiting})
             now = yield Now()
             if (yield from self._first(watch_key(self._k(rnd, "end")), deadline - now)) is None:
                 raise RendezvousTimeout(f"no round admitted {node.name} within join_timeout")
@@ -143,6 +148,7 @@ class HrwProtocol(Protocol):
 
     def _confirm(self, result: RoundResult):
         acks = yield Add(self._k(result.round, "ack"), 1)
+        yield Emit("confirmed", round=result.round, rank=result.rank)
         if acks == result.nnodes:
             yield Set(self._k(result.round, "ready"), "1")
         if (yield from self._first(watch_key(self._k(result.round, "ready")), self.cfg.confirm_timeout)) is None:

@@ -24,6 +24,7 @@ class StaticProtocol(Protocol):
         rnd = int((yield CompareSet(self.prefix + "round", "", "0")))
         yield Emit("join", round=rnd, detail={"slot": node.index + 1})
         yield Set(self._k(rnd, f"rank{node.index}"), node.encode())
+        yield Emit("confirmed", round=rnd, rank=node.index)
         keys = tuple(self._k(rnd, f"rank{i}") for i in range(n))
         try:
             yield Wait(keys, timeout=self.cfg.join_timeout)

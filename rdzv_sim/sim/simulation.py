@@ -144,19 +144,28 @@ class Simulation:
         self.trace.record(env.now, node.name, "node_resumed")
 
     def partition(self, hosts: list[str], duration: float):
-        env = self.env
-        self.trace.record(env.now, "network", "fault_partition",
+        group = self.cut(hosts, duration)
+        yield self.env.timeout(duration)
+        self.heal(group)
+
+    def cut(self, hosts: list[str], duration: float = float("inf")) -> int:
+        """Isolate `hosts` from the rest; collectives across the cut fail if it outlasts them."""
+        self.trace.record(self.env.now, "network", "fault_partition",
                           detail={"hosts": sorted(hosts), "duration": duration})
         group = self.net.cut(hosts)
         if duration >= self.runtime.cfg.collective_timeout:
             cut = set(hosts)
-            for rnd in {n.running_round for n in self.nodes.values() if n.running_round is not None}:
+            rounds = sorted({n.running_round for n in self.nodes.values() if n.running_round is not None})
+            for rnd in rounds:
                 members = {n.name for n in self.nodes.values() if n.running_round == rnd}
                 if members & cut and members - cut:
                     self._peers_notice(rnd, set())
-        yield env.timeout(duration)
+        return group
+
+    def heal(self, group: int) -> None:
+        hosts = sum(1 for g in self.net.isolated.values() if g == group)
         self.net.heal(group)
-        self.trace.record(env.now, "network", "partition_healed", detail={"hosts": len(hosts)})
+        self.trace.record(self.env.now, "network", "partition_healed", detail={"hosts": hosts})
 
     def _peers_notice(self, rnd, culprits: set) -> None:
         """The survivors' collectives of round `rnd` fail after the collective timeout."""

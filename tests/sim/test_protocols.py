@@ -40,14 +40,29 @@ def test_hrw_min_nodes_closes_after_last_call():
     assert len(closed) == 1 and 3.0 <= closed[0] < 3.1
 
 
-def test_hrw_late_joiner_waits_for_next_round():
+def test_hrw_late_joiner_waits_and_asks_for_a_restart():
+    proto = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=3, last_call_timeout=1))
+    sb = Sandbox(nodes=3)
+    procs = [sb.spawn(n, proto.rendezvous(n.info)) for n in sb.nodes[:2]]
+
+    def late():
+        yield sb.env.timeout(10)
+        procs.append(sb.spawn(sb.nodes[2], proto.rendezvous(sb.nodes[2].info)))
+    sb.env.process(late())
+    sb.env.run(until=50)
+    assert [p.value.nnodes for p in procs[:2]] == [2, 2] and not procs[2].triggered
+    assert sb.store.data["rdzv/r/r0/waiting"] == "1"         # members see it: restart
+
+
+def test_hrw_joiner_of_a_full_round_does_not_ask_for_a_restart():
     proto = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=2))
     sb = Sandbox(nodes=3)
     procs = [sb.spawn(n, proto.rendezvous(n.info)) for n in sb.nodes]
     sb.env.run(until=50)
     done = [p for p in procs if p.triggered]
     assert len(done) == 2 and {p.value.round for p in done} == {0}
-    assert sb.store.data["rdzv/r/r0/waiting"] == "1"
+    assert "rdzv/r/r0/waiting" not in sb.store.data
+    assert any(row[2] == "redundant" for row in sb.trace.rows)
 
 
 def test_hrw_times_out_below_min_nodes():
