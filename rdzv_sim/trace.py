@@ -64,10 +64,11 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None) -> pd.Data
             "start": start,
             "end": float(grp["t"].max()),
             "latency": float(grp["t"].max()) - start,
-            "nnodes": len(grp),
+            "nnodes": grp["node"].nunique(),
             "world_size": int(grp["world_size"].max()),
-            "members": ",".join(sorted(grp["node"])),
+            "members": ",".join(sorted(set(grp["node"]))),
             "consistent": (len({d["digest"] for d in det}) == 1 and len(nn) == 1
+                           and not grp["node"].duplicated().any()
                            and ranks == list(range(len(grp))) and nn == {len(grp)}
                            and grp["world_size"].nunique() == 1),
             "store_ops": int(ops),

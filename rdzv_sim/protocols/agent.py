@@ -66,10 +66,21 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
         t_start = yield Now()
         yield Emit("workers_started", round=result.round, rank=result.rank,
                    world_size=result.world_size)
-        watch = protocol.watch(result)
-        reasons = [*FAILURES, *(r for _, r in watch)]
-        idx, value = yield FirstOf(*(Local(r) for r in FAILURES), *(op for op, _ in watch))
-        reason = reasons[idx]
+        state = None
+        while True:                             # runs until a reason to leave the round
+            watch = protocol.watch(result, state)
+            reasons = [*FAILURES, *(r for _, r in watch)]
+            idx, value = yield FirstOf(*(Local(r) for r in FAILURES), *(op for op, _ in watch))
+            reason = reasons[idx]
+            if ":" not in reason or isinstance(value, BaseException):
+                break
+            try:
+                state = yield from protocol.answer(result, reason, node)
+            except StoreTimeout:                # cut off from the store: keep training
+                state = int(reason.split(":")[1]) + 1
+            except StoreError as e:
+                value = e
+                break
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})

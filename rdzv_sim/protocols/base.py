@@ -47,6 +47,8 @@ class ProtocolConfig:
     confirm_timeout: float = 30.0    # members must all confirm within this
     close_grace: float = 2.0         # a stand-in closes if the designated closer is silent
     hole_grace: float = 1.0          # how long the closer waits for a slot's descriptor
+    probe_interval: float = 30.0     # a waiter checks a running round's members this often
+    probe_timeout: float = 15.0      # no answer by then: every member is gone (> worker start)
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,16 @@ class Protocol:
         """Join the next round; return a RoundResult (raise RendezvousTimeout on the deadline)."""
         raise NotImplementedError
 
-    def watch(self, result: RoundResult) -> list[tuple[Any, str]]:
-        """(branch, reason) pairs that fire while a round runs: its end, nodes waiting."""
+    def watch(self, result: RoundResult, state=None) -> list[tuple[Any, str]]:
+        """(branch, reason) pairs that fire while a round runs: its end, nodes waiting.
+
+        A reason with a colon ("probe:3") is a request to answer and keep running: the agent
+        calls `answer`, which returns the next `state` for `watch`.
+        """
         return []
+
+    def answer(self, result: RoundResult, reason: str, node: NodeInfo) -> Gen:
+        raise NotImplementedError(f"{self.name} cannot answer {reason!r}")
 
     def end_round(self, result: RoundResult, reason: str) -> Gen:
         """Tell the others this round is over (idempotent)."""

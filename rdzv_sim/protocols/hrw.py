@@ -55,17 +55,43 @@ class HrwProtocol(Protocol):
                 if assigned.get("failed"):
                     yield from self.end_round_at(rnd, assigned["failed"])
                     raise RendezvousFailed(f"round {rnd}: {assigned['failed']}")
-            # late: wait for this round to end, then join the next one. A round that is
-            # already full keeps running: its extra joiners wait without asking for a restart
-            # (torchrun's redundancy list), or every newcomer would restart it forever.
-            if count >= cfg.max_nodes:
-                yield Emit("redundant", round=rnd, detail={"slot": slot})
-            else:
-                waiting = yield Add(self._k(rnd, "waiting"), 1)
-                yield Emit("waiting", round=rnd, detail={"slot": slot, "waiting": waiting})
-            now = yield Now()
-            if (yield from self._first(watch_key(self._k(rnd, "end")), deadline - now)) is None:
+            # late: say so (members of a round that is not full restart for us), then wait for
+            # this round to end and join the next one
+            waiting = yield Add(self._k(rnd, "waiting"), 1)
+            yield Emit("waiting", round=rnd, detail={"slot": slot, "waiting": waiting})
+            if not (yield from self._await_end(rnd, node, deadline)):
                 raise RendezvousTimeout(f"no round admitted {node.name} within join_timeout")
+
+    def _await_end(self, rnd: int, node: NodeInfo, deadline: float):
+        """Wait (no polling) for round `rnd` to end; True once it has, False at the deadline.
+
+        If every member of the round is dead, nobody is left to end it: so a waiter that has
+        waited `probe_interval` probes the members (a key they watch); if none answers within
+        `probe_timeout`, it ends the round itself. A round that never became ready within its
+        confirm window is ended the same way. Live members detect dead peers themselves.
+        """
+        cfg = self.cfg
+        began = yield Now()
+        while True:
+            now = yield Now()
+            if now >= deadline:
+                return False
+            end = watch_key(self._k(rnd, "end"))
+            if (yield from self._first(end, min(cfg.probe_interval, deadline - now))) is not None:
+                return True
+            if not (yield Check((self._k(rnd, "ready"),))):
+                if (yield Now()) - began < cfg.confirm_timeout + cfg.close_grace + cfg.hole_grace:
+                    continue
+                yield Emit("round_stale", round=rnd)
+                yield from self.end_round_at(rnd, "never_ready")
+                return True
+            k = yield Add(self._k(rnd, "probes"), 1)
+            yield Set(self._k(rnd, f"probe{k}"), node.name)
+            ack = watch_key(self._k(rnd, f"probe{k}/ack"))
+            if (yield from self._first(ack, cfg.probe_timeout)) is None:
+                yield Emit("members_lost", round=rnd, detail={"probe": k})
+                yield from self.end_round_at(rnd, "members_lost")
+                return True
 
     def _first(self, op, timeout: float):
         """The op's result, or None if `timeout` passes first."""
@@ -121,12 +147,16 @@ class HrwProtocol(Protocol):
                     found.append(i)
             present = found
         texts = yield MultiGet(tuple(slots[i - 1] for i in present))
-        infos = {i: NodeInfo.decode(t) for i, t in zip(present, texts)}
+        infos = {}
+        for i, t in zip(present, texts):      # a host that rejoined after a crash: newest slot wins
+            info = NodeInfo.decode(t)
+            infos = {j: x for j, x in infos.items() if x.name != info.name}
+            infos[i] = info
         names = [info.name for info in infos.values()]
         out = []
-        if len(infos) < cfg.min_nodes or len(set(names)) != len(names):
-            reason = "too_few_members" if len(infos) < cfg.min_nodes else "duplicate_node"
-            out = [(self._k(rnd, f"a{i}"), json.dumps({"failed": reason})) for i in range(1, count + 1)]
+        if len(infos) < cfg.min_nodes:
+            out = [(self._k(rnd, f"a{i}"), json.dumps({"failed": "too_few_members"}))
+                   for i in range(1, count + 1)]
         else:
             by_name = {info.name: (i, info) for i, info in infos.items()}
             order = Placement(names, seed=0).rank_order(self.cfg.run_id)
@@ -156,9 +186,21 @@ class HrwProtocol(Protocol):
             raise RendezvousFailed(f"round {result.round}: a member never confirmed")
 
     # --- a running round -------------------------------------------------------------
-    def watch(self, result: RoundResult):
-        return [(watch_key(self._k(result.round, "end")), "round_ended"),
-                (watch_key(self._k(result.round, "waiting")), "nodes_waiting")]
+    def watch(self, result: RoundResult, state=None):
+        """A full round ignores waiting nodes (torchrun's redundancy list): restarting for them
+        would admit nobody and repeat forever."""
+        probe = state or 1
+        out = [(watch_key(self._k(result.round, "end")), "round_ended"),
+               (watch_key(self._k(result.round, f"probe{probe}")), f"probe:{probe}")]
+        if result.nnodes < self.cfg.max_nodes:
+            out.append((watch_key(self._k(result.round, "waiting")), "nodes_waiting"))
+        return out
+
+    def answer(self, result: RoundResult, reason: str, node: NodeInfo):
+        """A waiter asks whether anyone of this round is alive: say so, watch the next probe."""
+        probe = int(reason.split(":")[1])
+        yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
+        return probe + 1
 
     def end_round(self, result: RoundResult, reason: str):
         yield from self.end_round_at(result.round, reason)

@@ -6,7 +6,7 @@ lives in the store so that a restart (all nodes re-entering) uses fresh keys.
 """
 from __future__ import annotations
 
-from ..ops import CompareSet, Emit, Get, MultiGet, Now, Set, Wait
+from ..ops import Check, CompareSet, Emit, Get, MultiGet, Now, Set, Wait
 from ..ops import StoreTimeout
 from .base import NodeInfo, Protocol, RendezvousTimeout, RoundResult, digest
 
@@ -21,7 +21,12 @@ class StaticProtocol(Protocol):
         n = self.cfg.max_nodes
         if not 0 <= node.index < n:
             raise ValueError(f"static rendezvous: node index {node.index} outside world of {n}")
-        rnd = int((yield CompareSet(self.prefix + "round", "", "0")))
+        while True:
+            rnd = int((yield CompareSet(self.prefix + "round", "", "0")))
+            if not (yield Check((self._k(rnd, f"rank{node.index}"),))):
+                break
+            # this host was in round `rnd` before it restarted: that world is gone, start anew
+            yield from self.end_round(RoundResult(rnd, node.index, n, 0, 0, "", ""), "member_restarted")
         yield Emit("join", round=rnd, detail={"slot": node.index + 1})
         yield Set(self._k(rnd, f"rank{node.index}"), node.encode())
         yield Emit("confirmed", round=rnd, rank=node.index)
@@ -40,7 +45,7 @@ class StaticProtocol(Protocol):
         return RoundResult(rnd, node.index, n, world, first, infos[0].addr,
                            digest(i.name for i in infos))
 
-    def watch(self, result: RoundResult):
+    def watch(self, result: RoundResult, state=None):
         return [(Get(self._k(result.round, "end"), timeout=float("inf")), "round_ended")]
 
     def end_round(self, result: RoundResult, reason: str):

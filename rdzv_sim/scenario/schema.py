@@ -44,6 +44,8 @@ class Protocol(Strict):
     confirm_timeout: PositiveFloat = 30.0
     close_grace: NonNegativeFloat = 2.0
     hole_grace: NonNegativeFloat = 1.0
+    probe_interval: PositiveFloat = 30.0
+    probe_timeout: PositiveFloat = 15.0
 
 
 class Agent(Strict):
@@ -53,6 +55,7 @@ class Agent(Strict):
     worker_start: NonNegativeFloat = 5.0
     worker_start_per_node: NonNegativeFloat = 0.0
     retry_backoff: NonNegativeFloat = 1.0
+    max_rendezvous_attempts: PositiveInt = 20   # failed or timed-out rounds in a row before exit
 
 
 class Shards(Strict):

@@ -14,7 +14,7 @@ class SimNode:
     rack: str | None = None
     process: simpy.Process | None = None
     alive: bool = False
-    paused: bool = False
+    paused: int = 0                      # nesting depth of SIGSTOPs in force
     resumed: simpy.Event | None = None
     clock_skew: float = 0.0
     running_round: int | None = None     # the round whose workers run here

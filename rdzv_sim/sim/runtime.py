@@ -34,16 +34,25 @@ class SimRuntime:
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
         self.nodes: dict[str, SimNode] = {}
         self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
+        self.pg_init: dict[int, tuple] = {}      # round -> (members arrived, all-arrived event)
         self.total_ops = 0
 
     # --- driving a protocol generator ------------------------------------------------
-    def drive(self, node: SimNode, gen):
-        """SimPy process body: run `gen` for `node` until it returns or the node dies."""
+    def drive(self, node: SimNode, gen, incarnation: int | None = None):
+        """SimPy process body: run `gen` for `node` until it returns or the node dies.
+
+        `incarnation` is bound when the process is created: a process whose host crashed (or
+        restarted) before it first ran must not act for the new incarnation.
+        """
         value, exc = None, None
+        incarnation = node.incarnation if incarnation is None else incarnation
         try:
             while True:
                 if node.paused:
                     yield node.resumed
+                if not node.alive or node.incarnation != incarnation:
+                    gen.close()                 # crashed before this process got to run
+                    return "killed"
                 try:
                     op = gen.throw(exc) if exc is not None else gen.send(value)
                 except StopIteration as stop:
@@ -78,9 +87,11 @@ class SimRuntime:
         if t is O.FirstOf:
             return (yield from self.first_of(node, op))
         if t is O.StartWorkers:
-            yield env.timeout(self.cfg.worker_start + self.cfg.worker_start_per_node * op.members)
+            # a member from now on: a peer that dies while we start fails our collectives too
             node.running_round = op.round
             node.pending.clear()
+            yield env.timeout(self.cfg.worker_start + self.cfg.worker_start_per_node * op.members)
+            yield from self._process_group_init(node, op)
             return None
         if t is O.StopWorkers:
             node.running_round = None
@@ -88,6 +99,19 @@ class SimRuntime:
         if t in O.STORE_OPS:
             return (yield from self.store_call(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
+
+    def _process_group_init(self, node: SimNode, op: O.StartWorkers):
+        """init_process_group is a barrier of the round's members: a member that never comes
+        (it died after the rendezvous) fails everyone's init after the collective timeout."""
+        env = self.env
+        names, done = self.pg_init.setdefault(op.round, (set(), env.event()))
+        names.add(node.name)
+        if len(names) >= op.members and not done.triggered:
+            done.succeed()
+        if not done.triggered:
+            got = yield env.any_of([done, env.timeout(self.cfg.collective_timeout)])
+            if done not in got and node.running_round == op.round:
+                node.signal("peer_failed")
 
     # --- the store -------------------------------------------------------------------
     def _account(self, node: SimNode, nbytes: int) -> None:

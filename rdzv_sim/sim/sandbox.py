@@ -36,7 +36,7 @@ class Sandbox:
         self.runtime.nodes = {n.name: n for n in self.nodes}
 
     def spawn(self, node: SimNode, gen) -> simpy.Process:
-        node.process = self.env.process(self.runtime.drive(node, gen))
+        node.process = self.env.process(self.runtime.drive(node, gen, node.incarnation))
         return node.process
 
     def run(self, make_gen, until: float | None = None, nodes=None) -> list:

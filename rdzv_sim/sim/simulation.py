@@ -63,9 +63,11 @@ class Simulation:
         self.protocol = protocols.get(p.name)(ProtocolConfig(
             run_id=p.run_id, min_nodes=sc.min_nodes, max_nodes=sc.max_nodes,
             last_call_timeout=p.last_call_timeout, join_timeout=p.join_timeout,
-            confirm_timeout=p.confirm_timeout, close_grace=p.close_grace, hole_grace=p.hole_grace))
+            confirm_timeout=p.confirm_timeout, close_grace=p.close_grace, hole_grace=p.hole_grace,
+            probe_interval=p.probe_interval, probe_timeout=p.probe_timeout))
         self.agent_cfg = AgentConfig(max_restarts=a.max_restarts, monitor_interval=a.monitor_interval,
-                                     retry_backoff=a.retry_backoff)
+                                     retry_backoff=a.retry_backoff,
+                                     max_rendezvous_attempts=a.max_rendezvous_attempts)
         self.hosts = hosts
         self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
                       for i, h in enumerate(hosts)}
@@ -105,13 +107,13 @@ class Simulation:
     def start(self, node: SimNode, why: str) -> None:
         if node.alive:
             return
-        node.alive, node.paused = True, False
+        node.alive, node.paused = True, 0
         node.incarnation += 1
         node.running_round = node.ctx_round = None
         node.pending.clear()
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
         gen = elastic_agent(node.info, self.protocol, self.agent_cfg)
-        node.process = self.env.process(self.runtime.drive(node, gen))
+        node.process = self.env.process(self.runtime.drive(node, gen, node.incarnation))
 
     def crash(self, node: SimNode, cause: str) -> None:
         if not node.alive:
@@ -135,13 +137,16 @@ class Simulation:
         env = self.env
         self.trace.record(env.now, node.name, "fault_pause", node.running_round,
                           detail={"duration": duration})
-        node.paused, node.resumed = True, env.event()
+        if not node.paused:
+            node.resumed = env.event()
+        node.paused += 1
         if duration >= self.runtime.cfg.collective_timeout:
             self._peers_notice(node.running_round, {node.name})
         yield env.timeout(duration)
-        node.paused = False
-        node.resumed.succeed()
-        self.trace.record(env.now, node.name, "node_resumed")
+        node.paused = max(0, node.paused - 1)
+        if not node.paused and not node.resumed.triggered:
+            node.resumed.succeed()
+            self.trace.record(env.now, node.name, "node_resumed")
 
     def partition(self, hosts: list[str], duration: float):
         group = self.cut(hosts, duration)

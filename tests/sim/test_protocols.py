@@ -54,15 +54,17 @@ def test_hrw_late_joiner_waits_and_asks_for_a_restart():
     assert sb.store.data["rdzv/r/r0/waiting"] == "1"         # members see it: restart
 
 
-def test_hrw_joiner_of_a_full_round_does_not_ask_for_a_restart():
+def test_hrw_full_round_ignores_waiting_nodes():
     proto = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=2))
     sb = Sandbox(nodes=3)
     procs = [sb.spawn(n, proto.rendezvous(n.info)) for n in sb.nodes]
     sb.env.run(until=50)
-    done = [p for p in procs if p.triggered]
-    assert len(done) == 2 and {p.value.round for p in done} == {0}
-    assert "rdzv/r/r0/waiting" not in sb.store.data
-    assert any(row[2] == "redundant" for row in sb.trace.rows)
+    done = [p.value for p in procs if p.triggered]
+    assert len(done) == 2 and {r.round for r in done} == {0}
+    assert sb.store.data["rdzv/r/r0/waiting"] == "1"
+    assert all(reason != "nodes_waiting" for _, reason in proto.watch(done[0]))
+    partial = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=3))
+    assert any(reason == "nodes_waiting" for _, reason in partial.watch(done[0]))
 
 
 def test_hrw_times_out_below_min_nodes():

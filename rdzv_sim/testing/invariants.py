@@ -1,0 +1,271 @@
+"""Invariant checkers over the trace tables: they work on simulated and real traces alike.
+
+Each checker takes the `events` table (and what else it needs) and returns a list of
+`Violation`s; `check_safety` and `check_liveness` run them all. A violation the protocol is
+known to have, because torchrun really behaves that way, is marked known (see `known.py`)
+and does not fail `assert_ok`; anything else does.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .known import known_for
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    message: str
+    round: int | None = None
+    node: str | None = None
+    known: str | None = None          # why it is expected, with the source it comes from
+
+    def __str__(self) -> str:
+        where = "".join([f" round {self.round}" if self.round is not None else "",
+                         f" node {self.node}" if self.node else ""])
+        tag = f" [known: {self.known}]" if self.known else ""
+        return f"{self.invariant}{where}: {self.message}{tag}"
+
+
+@dataclass
+class Report:
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def unexpected(self) -> list[Violation]:
+        return [v for v in self.violations if not v.known]
+
+    def assert_ok(self, replay_hint: str = "") -> None:
+        bad = self.unexpected
+        if bad:
+            lines = [f"{len(bad)} invariant violation(s):"] + [f"  - {v}" for v in bad[:20]]
+            if replay_hint:
+                lines.append(replay_hint)
+            raise AssertionError("\n".join(lines))
+
+
+def _detail(s: str) -> dict:
+    return json.loads(s) if isinstance(s, str) and s else {}
+
+
+def _assigned(events: pd.DataFrame) -> pd.DataFrame:
+    return events[events["event"] == "rank_assigned"]
+
+
+# --- safety ----------------------------------------------------------------------------
+def ranks_are_a_permutation(events: pd.DataFrame) -> list[Violation]:
+    """In every completed round, node ranks are distinct in 0..N-1 and worker ranks tile 0..W-1.
+
+    A member that crashed before it learned its rank leaves a gap (see `every_member_accounted`).
+    """
+    out = []
+    for rnd, g in _assigned(events).groupby("round"):
+        if g["node"].duplicated().any():
+            out.append(Violation("ranks_are_a_permutation", "a node was assigned twice", int(rnd)))
+            continue
+        det = [_detail(d) for d in g["detail"]]
+        n = max(d["nnodes"] for d in det)
+        ranks = sorted(int(r) for r in g["rank"])
+        if len(set(ranks)) != len(ranks) or ranks[0] < 0 or ranks[-1] >= n:
+            out.append(Violation("ranks_are_a_permutation", f"node ranks {ranks} of {n}", int(rnd)))
+        world = int(g["world_size"].max())
+        firsts = sorted(d["first_rank"] for d in det)
+        if len(set(firsts)) != len(firsts) or firsts[0] < 0 or firsts[-1] >= world:
+            out.append(Violation("ranks_are_a_permutation",
+                                 f"worker rank starts {firsts} in world {world}", int(rnd)))
+        if len(g) == n and firsts[0] != 0:
+            out.append(Violation("ranks_are_a_permutation", "no worker has global rank 0", int(rnd)))
+    return out
+
+
+def members_agree(events: pd.DataFrame) -> list[Violation]:
+    """Every member of a round has the same membership, round and world size; one closure."""
+    out = []
+    for rnd, g in _assigned(events).groupby("round"):
+        det = [_detail(d) for d in g["detail"]]
+        if len({d["digest"] for d in det}) != 1:
+            out.append(Violation("members_agree", "members disagree on the membership", int(rnd)))
+        if g["world_size"].nunique() != 1 or len({d["nnodes"] for d in det}) != 1:
+            out.append(Violation("members_agree", "members disagree on the world size", int(rnd)))
+        closed = events[(events["event"] == "round_closed") & (events["round"] == rnd)]
+        if len(closed) > 1:
+            out.append(Violation("members_agree", f"closed {len(closed)} times", int(rnd)))
+    return out
+
+
+def every_member_accounted(events: pd.DataFrame) -> list[Violation]:
+    """A member of a completed round without a rank must have crashed before it got one."""
+    out = []
+    ev = events
+    for rnd, g in _assigned(ev).groupby("round"):
+        n = _detail(g["detail"].iloc[0])["nnodes"]
+        missing = n - g["node"].nunique()
+        if missing <= 0:
+            continue
+        conf = ev[(ev["event"] == "confirmed") & (ev["round"] == rnd)]
+        silent = set(conf["node"]) - set(g["node"])
+        crashed = {m for m in silent
+                   if ((ev["event"] == "fault_crash") & (ev["node"] == m)
+                       & (ev.index > conf.index[conf["node"] == m].min())).any()}
+        if len(crashed) < missing:
+            out.append(Violation("every_member_accounted",
+                                 f"{missing} member(s) never got a rank, {len(crashed)} of them crashed",
+                                 int(rnd)))
+    return out
+
+
+def size_within_bounds(events: pd.DataFrame, min_nodes: int, max_nodes: int) -> list[Violation]:
+    out = []
+    for rnd, g in _assigned(events).groupby("round"):
+        n = _detail(g["detail"].iloc[0])["nnodes"]
+        if not min_nodes <= n <= max_nodes:
+            out.append(Violation("size_within_bounds",
+                                 f"{n} members, outside [{min_nodes}, {max_nodes}]", int(rnd)))
+    return out
+
+
+def rounds_increase(events: pd.DataFrame) -> list[Violation]:
+    """A node's rounds strictly increase (across its agent restarts too)."""
+    out = []
+    for node, g in _assigned(events).groupby("node"):
+        r = g.sort_values("t", kind="stable")["round"].astype(int).tolist()
+        bad = [(a, b) for a, b in zip(r, r[1:]) if b <= a]
+        if bad:
+            out.append(Violation("rounds_increase", f"rounds went {bad[0][0]} -> {bad[0][1]}", node=node))
+    return out
+
+
+def members_were_alive(events: pd.DataFrame) -> list[Violation]:
+    """No node confirms a round while crashed: a dead incarnation's state never counts.
+
+    (A member may still die after confirming and before the last member confirms; its peers
+    then find out when their collective fails. No barrier can rule that out.)
+    """
+    out = []
+    ev = events
+    crashes = ev[ev["event"] == "fault_crash"]
+    starts = ev[ev["event"] == "node_start"]
+    for rnd, conf in ev[ev["event"] == "confirmed"].groupby("round"):
+        for m, pos in zip(conf["node"], conf.index):     # row order is event order
+            c = crashes.index[(crashes["node"] == m) & (crashes.index < pos)]
+            if len(c):
+                back = starts.index[(starts["node"] == m) & (starts.index > c.max())
+                                    & (starts.index < pos)]
+                if len(back) == 0:
+                    out.append(Violation("members_were_alive", "confirmed while crashed", int(rnd), m))
+    return out
+
+
+def ranks_follow_hrw(events: pd.DataFrame, run_id: str) -> list[Violation]:
+    """hrw protocol: ranks are the HRW order of the run id over the members, nothing else."""
+    from hrw import Placement
+    out = []
+    for rnd, g in _assigned(events).groupby("round"):
+        got = g.sort_values("rank")["node"].tolist()
+        if len(set(got)) != len(got) or got != Placement(got, seed=0).rank_order(run_id):
+            out.append(Violation("ranks_follow_hrw", "ranks are not the HRW order of the members", int(rnd)))
+    return out
+
+
+def hrw_moves_are_minimal(rounds: pd.DataFrame, shards: int = 512) -> list[Violation]:
+    """A shard moves only when its owner departed or a newcomer outscores its owner."""
+    from hrw import Placement
+    out = []
+    keys = np.arange(shards)
+    prev = None
+    for rnd, members in zip(rounds["round"], rounds["members"]):
+        names = members.split(",")
+        owners = Placement(names, seed=0).owners(keys)
+        if prev is not None:
+            before, old = prev
+            moved = owners != before
+            ok = np.array([(b not in names) or (a not in old) for a, b in
+                           zip(owners[moved], before[moved])], dtype=bool)
+            if not ok.all():
+                out.append(Violation("hrw_moves_are_minimal",
+                                     f"{int((~ok).sum())} shards moved between surviving nodes", int(rnd)))
+        prev = (owners, set(names))
+    return out
+
+
+def check_safety(tables: dict, scenario) -> Report:
+    """All safety invariants of `scenario`'s protocol over a run's tables."""
+    ev, rounds = tables["events"], tables["rounds"]
+    proto = scenario.protocol
+    v = (ranks_are_a_permutation(ev) + members_agree(ev)
+         + size_within_bounds(ev, scenario.min_nodes, scenario.max_nodes)
+         + rounds_increase(ev) + members_were_alive(ev) + every_member_accounted(ev))
+    if proto.name == "hrw":
+        v += ranks_follow_hrw(ev, proto.run_id) + hrw_moves_are_minimal(rounds)
+    return Report(known_for(proto.name, v))
+
+
+# --- liveness --------------------------------------------------------------------------
+def liveness_bound(scenario) -> float:
+    """Seconds after the last fault by which a round of the live nodes must have completed."""
+    a, p, s = scenario.agent, scenario.protocol, scenario.store
+    one_round = (a.collective_timeout + a.monitor_interval + s.op_timeout + a.retry_backoff
+                 + p.last_call_timeout + p.close_grace + p.hole_grace + p.confirm_timeout
+                 + a.worker_start + a.worker_start_per_node * scenario.cluster.nodes
+                 + p.probe_interval + p.probe_timeout + 1.0)
+    return 2.0 * one_round
+
+
+def quiet_time(scenario) -> float:
+    """When the last scheduled fault (or its end: heal, resume, repair) takes effect."""
+    t = scenario.cluster.start_spread
+    for f in scenario.faults:
+        end = getattr(f, "at", 0.0) + (getattr(f, "duration", 0.0) or 0.0)
+        end += getattr(f, "delay", 0.0) + (getattr(f, "repair", 0.0) or 0.0)
+        t = max(t, end)
+    return t
+
+
+def check_liveness(tables: dict, scenario, slack: float = 1.0) -> Report:
+    """Once faults stop and >= min_nodes are up, the live nodes form a round within the bound.
+
+    The bound comes from the settings (`liveness_bound`); `slack` multiplies it (use generous
+    slack on real traces). Scenarios that lose the store are exempt: the job ends instead.
+    """
+    ev = tables["events"]
+    if scenario.random_faults or (ev["event"] == "store_lost").any():
+        return Report()
+    t_quiet = quiet_time(scenario)
+    deadline = t_quiet + slack * liveness_bound(scenario)
+    if deadline > scenario.duration:
+        return Report([Violation("liveness", f"run too short to judge: needs {deadline:.1f} s")])
+    return converged(ev, deadline, scenario.min_nodes, scenario.max_nodes)
+
+
+def alive_nodes(events: pd.DataFrame) -> set:
+    """Hosts whose agent is running at the end of `events`."""
+    up: dict[str, bool] = {}
+    for node, e in zip(events["node"], events["event"]):
+        if e == "node_start":
+            up[node] = True
+        elif e in ("fault_crash", "agent_exit"):
+            up[node] = False
+    return {n for n, u in up.items() if u}
+
+
+def converged(events: pd.DataFrame, deadline: float, min_nodes: int, max_nodes: int) -> Report:
+    """By `deadline`, the last completed round holds the live nodes (up to max_nodes)."""
+    alive = alive_nodes(events)
+    if len(alive) < min_nodes:
+        return Report()
+    done = _assigned(events[events["t"] <= deadline])
+    if done.empty:
+        return Report([Violation("liveness", f"no round completed by {deadline:.1f} s")])
+    last = done[done["round"] == done["round"].max()]
+    members = set(last["node"])
+    want = min(len(alive), max_nodes)
+    if not (members <= alive and len(members) == want):
+        return Report([Violation(
+            "liveness", f"by {deadline:.1f} s the last round {int(last['round'].iloc[0])} has "
+            f"{sorted(members)}, expected {want} of the live nodes {sorted(alive)}")])
+    return Report()

@@ -1,0 +1,98 @@
+"""Hypothesis strategies for clusters, protocol settings, fault schedules and whole scenarios.
+
+They compose: `scenarios(protocol="hrw", faults=fault_schedules(kinds=("crash", "restart")))`.
+Every scenario they make is valid, and long enough for the liveness check to judge it.
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from ..scenario.load import load
+from .invariants import liveness_bound, quiet_time
+
+FAULT_KINDS = ("crash", "restart", "pause", "partition", "worker_failure", "slow_join",
+               "store_pause", "clock_skew")
+
+
+def times(horizon: float) -> st.SearchStrategy[float]:
+    return st.integers(0, int(horizon * 10)).map(lambda x: x / 10)
+
+
+@st.composite
+def fault_schedules(draw, nodes: int, horizon: float = 200.0, kinds=FAULT_KINDS,
+                    max_faults: int = 6) -> list[dict]:
+    """A list of scheduled faults (YAML-shaped dicts) on `nodes` hosts within `horizon` s."""
+    out = []
+    for _ in range(draw(st.integers(0, max_faults))):
+        kind = draw(st.sampled_from(list(kinds)))
+        node = draw(st.integers(0, nodes - 1))
+        at = draw(times(horizon))
+        if kind in ("crash", "restart", "worker_failure"):
+            out.append({"kind": kind, "node": node, "at": at})
+        elif kind == "pause":
+            out.append({"kind": kind, "node": node, "at": at, "duration": draw(st.integers(1, 120))})
+        elif kind == "partition":
+            hosts = draw(st.lists(st.integers(0, nodes - 1), min_size=1, max_size=nodes, unique=True))
+            out.append({"kind": kind, "nodes": sorted(hosts), "at": at,
+                        "duration": draw(st.integers(1, 120))})
+        elif kind == "slow_join":
+            out.append({"kind": kind, "node": node, "delay": at})
+        elif kind == "store_pause":
+            out.append({"kind": kind, "at": at, "duration": draw(st.integers(1, 60))})
+        elif kind == "store_crash":
+            out.append({"kind": kind, "at": at})
+        elif kind == "clock_skew":
+            out.append({"kind": kind, "node": node, "at": at,
+                        "offset": draw(st.integers(-30, 30)).__float__()})
+    # one slow_join per node at most (a node starts once)
+    seen, unique = set(), []
+    for f in out:
+        if f["kind"] == "slow_join":
+            if f["node"] in seen:
+                continue
+            seen.add(f["node"])
+        unique.append(f)
+    return unique
+
+
+@st.composite
+def protocol_settings(draw, protocol: str, nodes: int) -> dict:
+    if protocol == "static":
+        lo = hi = nodes
+    else:
+        lo = draw(st.integers(1, nodes))
+        hi = draw(st.integers(lo, nodes))
+    return {"name": protocol, "min_nodes": lo, "max_nodes": hi, "join_timeout": 1e6,
+            "last_call_timeout": draw(st.integers(0, 5)),
+            "confirm_timeout": draw(st.integers(5, 30)),
+            "close_grace": draw(st.integers(1, 3)), "hole_grace": 1.0}
+
+
+@st.composite
+def agent_settings(draw) -> dict:
+    return {"max_restarts": 10_000, "max_rendezvous_attempts": 10_000,
+            "monitor_interval": draw(st.sampled_from([0.5, 1.0, 5.0])),
+            "collective_timeout": draw(st.integers(5, 60)),
+            "worker_start": draw(st.integers(0, 10)), "retry_backoff": 1.0}
+
+
+@st.composite
+def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
+              horizon: float = 200.0):
+    """A validated Scenario with generated cluster, settings and faults."""
+    n = draw(nodes)
+    data = {
+        "name": f"generated-{protocol}",
+        "seed": draw(st.integers(0, 2**32 - 1)),
+        "duration": 1.0,
+        "cluster": {"nodes": n, "nproc_per_node": draw(st.integers(1, 4)),
+                    "start_spread": draw(st.sampled_from([0.0, 0.5, 5.0]))},
+        "store": {"host": None, "op_timeout": draw(st.integers(5, 30))},
+        "protocol": draw(protocol_settings(protocol, n)),
+        "agent": draw(agent_settings()),
+        "shards": {"count": 256, "policies": ["hrw"]},
+        "faults": draw(faults if faults is not None else fault_schedules(n, horizon)),
+    }
+    sc = load(data | {"duration": 1e9})
+    data["duration"] = float(int(quiet_time(sc) + liveness_bound(sc) + 10))
+    return load(data)
