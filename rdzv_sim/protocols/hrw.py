@@ -177,11 +177,18 @@ class HrwProtocol(Protocol):
         yield MultiSet(tuple(out))
 
     def _confirm(self, result: RoundResult):
+        """All members must confirm; one compare-and-set on `ready` decides, once, whether the
+        round stands ("ok", by the last to confirm) or failed ("failed", by anyone who gave up
+        waiting). A member that wakes up late cannot revive a round that was given up."""
+        ready = self._k(result.round, "ready")
         acks = yield Add(self._k(result.round, "ack"), 1)
         yield Emit("confirmed", round=result.round, rank=result.rank)
         if acks == result.nnodes:
-            yield Set(self._k(result.round, "ready"), "1")
-        if (yield from self._first(watch_key(self._k(result.round, "ready")), self.cfg.confirm_timeout)) is None:
+            yield CompareSet(ready, "", "ok")
+        verdict = yield from self._first(watch_key(ready), self.cfg.confirm_timeout)
+        if verdict is None:
+            verdict = yield CompareSet(ready, "", "failed")
+        if verdict != "ok":
             yield from self.end_round_at(result.round, "confirm_timeout")
             raise RendezvousFailed(f"round {result.round}: a member never confirmed")
 
