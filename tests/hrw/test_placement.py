@@ -28,7 +28,7 @@ def test_removal_moves_exactly_its_keys(nodes, data):
     q = p.without([gone])
     ks = list(range(300))
     before, after = p.owners(ks), q.owners(ks)
-    assert set(np.flatnonzero(before != after)) == set(np.flatnonzero(before == gone))
+    assert set(np.flatnonzero(before != after)) == {i for i, x in enumerate(before) if x == gone}
     # top-k: only the replica sets that contained the removed node change
     k = min(3, len(nodes) - 1)
     tb, ta = p.owners(ks, k).reshape(len(ks), -1), q.owners(ks, k).reshape(len(ks), -1)
@@ -47,7 +47,7 @@ def test_addition_moves_keys_only_to_newcomer(nodes, new):
     ks = list(range(300))
     before, after = p.owners(ks), q.owners(ks)
     assert set(after[before != after]) <= {new}
-    assert p.moved(q, ks).sum() == (after == new).sum()
+    assert p.moved(q, ks).sum() == sum(x == new for x in after)   # numpy strips "\\x00" in ==
 
 
 def test_weighted_shares():
