@@ -147,3 +147,52 @@ class StartWorkers:
 class StopWorkers:
     """Stop the workers of the current round (before a re-rendezvous or on exit)."""
     reason: str
+
+
+# --- what a runtime may do more cheaply than the protocol could ----------------------
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """Block until `key`'s value is no longer `since` (or `timeout` passes); returns the new value.
+
+    TCPStore has no watch: a real runtime implements this by polling, as torchrun's c10d
+    handler does every second. The simulator wakes the waiter on the write itself (the protocol
+    then aligns to its own poll tick) and counts the polling as background store load.
+    """
+    key: str
+    since: str | None
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StartHeartbeat:
+    """Start this node's background keep-alive: one write of `nbytes` every `period` seconds.
+
+    The simulator does not tick it: it records when the node's beats began (and, if it dies,
+    when they stopped) and charges the writes to the store as background load.
+    """
+    desc: str
+    period: float
+    nbytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StopHeartbeat:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatTimes:
+    """The wall-clock time of each named node's latest background beat (None if it has none)."""
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundLoad:
+    """Declare polling this node does while it waits: `rate` reads/s of `nbytes` each (0 stops)."""
+    rate: float
+    nbytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Random:
+    """A uniform float in [0, 1) from the runtime's seeded generator (protocols own no RNG)."""

@@ -1,10 +1,12 @@
 """Rendezvous protocols, written once as sans-IO generators. `get(name)` finds one."""
 from .base import (NodeInfo, Protocol, ProtocolConfig, RendezvousFailed, RendezvousTimeout,
                    RoundResult)
+from .c10d.protocol import C10dProtocol
 from .hrw import HrwProtocol
 from .static import StaticProtocol
 
-PROTOCOLS: dict[str, type[Protocol]] = {"static": StaticProtocol, "hrw": HrwProtocol}
+PROTOCOLS: dict[str, type[Protocol]] = {"static": StaticProtocol, "hrw": HrwProtocol,
+                                        "c10d": C10dProtocol}
 
 
 def get(name: str) -> type[Protocol]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreError,
                    StoreTimeout)
-from .base import NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout
+from .base import NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout
 
 FAILURES = ("workers_failed", "peer_failed")
 
@@ -39,6 +39,10 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
                 yield Emit("agent_exit", detail={"reason": "too_many_failed_rounds"})
                 return "too_many_failed_rounds"
             continue
+        except RendezvousClosed as e:
+            yield Emit("rendezvous_closed", detail={"reason": str(e)})
+            yield Emit("agent_exit", detail={"reason": "rendezvous_closed"})
+            return "rendezvous_closed"
         except RendezvousTimeout as e:
             yield Emit("rendezvous_timeout", detail={"reason": str(e)})
             yield Emit("agent_exit", detail={"reason": "rendezvous_timeout"})
@@ -68,19 +72,23 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
                    world_size=result.world_size)
         state = None
         while True:                             # runs until a reason to leave the round
-            watch = protocol.watch(result, state)
+            watch = protocol.watch(result, state, node)
             reasons = [*FAILURES, *(r for _, r in watch)]
             idx, value = yield FirstOf(*(Local(r) for r in FAILURES), *(op for op, _ in watch))
             reason = reasons[idx]
             if ":" not in reason or isinstance(value, BaseException):
                 break
             try:
-                state = yield from protocol.answer(result, reason, node)
+                verdict, arg = yield from protocol.answer(result, reason, node)
             except StoreTimeout:                # cut off from the store: keep training
-                state = int(reason.split(":")[1]) + 1
+                continue
             except StoreError as e:
                 value = e
                 break
+            if verdict == "leave":
+                reason = arg
+                break
+            state = arg
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
@@ -95,11 +103,11 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             if reason in FAILURES:
                 restarts += 1
                 if restarts > cfg.max_restarts:
-                    yield from protocol.end_round(result, "agent_failed")
+                    yield from protocol.end_round(result, "agent_failed", node)
                     yield Emit("agent_exit", detail={"reason": "max_restarts"})
                     return "max_restarts"
             if reason != "round_ended":
-                yield from protocol.end_round(result, reason)
+                yield from protocol.end_round(result, reason, node)
         except StoreError as e:
             yield Emit("store_lost", detail={"reason": str(e)})
             yield Emit("agent_exit", detail={"reason": "store_lost"})

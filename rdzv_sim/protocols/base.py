@@ -12,6 +12,10 @@ class RendezvousTimeout(Exception):
     """No round completed before the join deadline (torchrun: RendezvousTimeoutError)."""
 
 
+class RendezvousClosed(Exception):
+    """The rendezvous was shut down for good (torchrun: RendezvousClosedError)."""
+
+
 class RendezvousFailed(Exception):
     """This attempt at a round failed (a member vanished before confirming, the closer died)."""
 
@@ -24,6 +28,7 @@ class NodeInfo:
     addr: str
     nproc: int = 1
     index: int = 0            # position in the cluster (the static node rank)
+    pid: int = 0              # the agent process: new on every restart of the host
 
     def encode(self) -> str:
         return json.dumps({"name": self.name, "addr": self.addr, "nproc": self.nproc,
@@ -49,6 +54,8 @@ class ProtocolConfig:
     hole_grace: float = 1.0          # how long the closer waits for a slot's descriptor
     probe_interval: float = 30.0     # a waiter checks a running round's members this often
     probe_timeout: float = 15.0      # no answer by then: every member is gone (> worker start)
+    keep_alive_interval: float = 5.0     # c10d: heartbeat period
+    keep_alive_max_attempt: int = 3      # c10d: missed beats before a node is dead
 
 
 @dataclass(frozen=True)
@@ -93,18 +100,18 @@ class Protocol:
         """Join the next round; return a RoundResult (raise RendezvousTimeout on the deadline)."""
         raise NotImplementedError
 
-    def watch(self, result: RoundResult, state=None) -> list[tuple[Any, str]]:
+    def watch(self, result: RoundResult, state=None, node: NodeInfo | None = None) -> list[tuple[Any, str]]:
         """(branch, reason) pairs that fire while a round runs: its end, nodes waiting.
 
-        A reason with a colon ("probe:3") is a request to answer and keep running: the agent
-        calls `answer`, which returns the next `state` for `watch`.
+        A reason with a colon ("probe:3") asks the agent to call `answer`, which returns
+        ("stay", next watch state) to keep running or ("leave", reason) to leave the round.
         """
         return []
 
     def answer(self, result: RoundResult, reason: str, node: NodeInfo) -> Gen:
         raise NotImplementedError(f"{self.name} cannot answer {reason!r}")
 
-    def end_round(self, result: RoundResult, reason: str) -> Gen:
+    def end_round(self, result: RoundResult, reason: str, node: NodeInfo | None = None) -> Gen:
         """Tell the others this round is over (idempotent)."""
         return
         yield

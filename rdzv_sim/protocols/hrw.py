@@ -193,7 +193,7 @@ class HrwProtocol(Protocol):
             raise RendezvousFailed(f"round {result.round}: a member never confirmed")
 
     # --- a running round -------------------------------------------------------------
-    def watch(self, result: RoundResult, state=None):
+    def watch(self, result: RoundResult, state=None, node=None):
         """A full round ignores waiting nodes (torchrun's redundancy list): restarting for them
         would admit nobody and repeat forever."""
         probe = state or 1
@@ -207,9 +207,9 @@ class HrwProtocol(Protocol):
         """A waiter asks whether anyone of this round is alive: say so, watch the next probe."""
         probe = int(reason.split(":")[1])
         yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
-        return probe + 1
+        return ("stay", probe + 1)
 
-    def end_round(self, result: RoundResult, reason: str):
+    def end_round(self, result: RoundResult, reason: str, node=None):
         yield from self.end_round_at(result.round, reason)
 
     def end_round_at(self, rnd: int, reason: str):

@@ -45,9 +45,9 @@ class StaticProtocol(Protocol):
         return RoundResult(rnd, node.index, n, world, first, infos[0].addr,
                            digest(i.name for i in infos))
 
-    def watch(self, result: RoundResult, state=None):
+    def watch(self, result: RoundResult, state=None, node=None):
         return [(Get(self._k(result.round, "end"), timeout=float("inf")), "round_ended")]
 
-    def end_round(self, result: RoundResult, reason: str):
+    def end_round(self, result: RoundResult, reason: str, node=None):
         yield CompareSet(self.prefix + "round", str(result.round), str(result.round + 1))
         yield Set(self._k(result.round, "end"), reason)

@@ -35,7 +35,7 @@ class Store(Strict):
 
 
 class Protocol(Strict):
-    name: Literal["static", "hrw"] = "hrw"
+    name: Literal["static", "hrw", "c10d"] = "hrw"
     run_id: str = "job"
     min_nodes: PositiveInt | None = None        # default: every node
     max_nodes: PositiveInt | None = None        # default: every node
@@ -46,6 +46,8 @@ class Protocol(Strict):
     hole_grace: NonNegativeFloat = 1.0
     probe_interval: PositiveFloat = 30.0
     probe_timeout: PositiveFloat = 15.0
+    keep_alive_interval: PositiveFloat = 5.0      # c10d
+    keep_alive_max_attempt: PositiveInt = 3       # c10d
 
 
 class Agent(Strict):

@@ -30,8 +30,10 @@ class RuntimeConfig:
 
 class SimRuntime:
     def __init__(self, env: simpy.Environment, store: StoreServer, net: Network, trace,
-                 cfg: RuntimeConfig):
+                 cfg: RuntimeConfig, rng=None):
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
+        self.rng = rng if rng is not None else __import__("numpy").random.default_rng(0)
+        self.heartbeats: dict[str, list] = {}    # descriptor -> [node, start, period, stop]
         self.nodes: dict[str, SimNode] = {}
         self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
         self.pg_init: dict[int, tuple] = {}      # round -> (members arrived, all-arrived event)
@@ -96,6 +98,23 @@ class SimRuntime:
         if t is O.StopWorkers:
             node.running_round = None
             return None
+        if t is O.Random:
+            return float(self.rng.random())
+        if t is O.HeartbeatTimes:
+            return {n: self._last_beat(n) for n in op.names}
+        if t is O.StartHeartbeat:
+            period = op.period + 2 * self.net.base[node.name] + self.store.service.base
+            self.heartbeats[op.desc] = [node, env.now, period, None]
+            self.store.set_background(f"hb:{op.desc}", 1.0 / period, op.nbytes)
+            return None
+        if t is O.StopHeartbeat:
+            self._stop_heartbeats(node)
+            return None
+        if t is O.BackgroundLoad:
+            self.store.set_background(f"poll:{node.name}", op.rate, op.nbytes)
+            return None
+        if t is O.Changed:
+            return (yield from self._changed(node, op))
         if t in O.STORE_OPS:
             return (yield from self.store_call(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
@@ -112,6 +131,49 @@ class SimRuntime:
             got = yield env.any_of([done, env.timeout(self.cfg.collective_timeout)])
             if done not in got and node.running_round == op.round:
                 node.signal("peer_failed")
+
+    # --- background heartbeats and polling (not ticked) ---------------------------------
+    def _last_beat(self, desc: str):
+        rec = self.heartbeats.get(desc)
+        if rec is None:
+            return None
+        node, start, period, stop = rec
+        end = self.env.now if stop is None else stop
+        last = start + math.floor((end - start) / period) * period
+        return self.cfg.wall_epoch + last + node.clock_skew
+
+    def _stop_heartbeats(self, node: SimNode) -> None:
+        for d, rec in self.heartbeats.items():
+            if rec[0] is node and rec[3] is None:
+                rec[3] = self.env.now
+                self.store.set_background(f"hb:{d}", 0.0)
+
+    def node_died(self, node: SimNode) -> None:
+        """A crashed host stops beating and polling."""
+        self._stop_heartbeats(node)
+        self.store.set_background(f"poll:{node.name}", 0.0)
+
+    def _changed(self, node: SimNode, op: O.Changed):
+        store, env = self.store, self.env
+        if not store.alive:
+            raise O.StoreError(f"{node.name}: connection refused: the store is down")
+        cur = store.data.get(op.key)
+        if cur is not op.since and cur != op.since:
+            return cur
+        ev = env.event()
+        entry = (ev, op.since)
+        store.change_waiters.setdefault(op.key, []).append(entry)
+        try:
+            if op.timeout is not None and math.isfinite(op.timeout):
+                got = yield env.any_of([ev, env.timeout(op.timeout)])
+                if ev not in got:
+                    raise O.StoreTimeout(f"{node.name}: {op.key!r} did not change in {op.timeout:g} s")
+                return got[ev]
+            return (yield ev)
+        finally:
+            lst = store.change_waiters.get(op.key)
+            if lst and entry in lst:
+                lst.remove(entry)
 
     # --- the store -------------------------------------------------------------------
     def _account(self, node: SimNode, nbytes: int) -> None:
@@ -160,7 +222,7 @@ class SimRuntime:
         yield from self._until_clear(node, deadline)
         with store.queue.request() as req:
             yield req
-            yield env.timeout(store.service.time(nbytes))
+            yield env.timeout(store.service_time(nbytes))
         if not store.alive:
             raise O.StoreError(f"{node.name}: connection reset: the store went down")
         needed = store.keys_needed(op)
@@ -184,6 +246,8 @@ class SimRuntime:
     # --- FirstOf: a second connection, timers, local signals -------------------------
     def _branch(self, node: SimNode, op):
         try:
+            if type(op) is O.Changed:
+                return (yield from self._changed(node, op))
             return (yield from self.store_call(node, op))
         except (O.StoreTimeout, O.StoreError) as e:
             return e
@@ -198,7 +262,7 @@ class SimRuntime:
             elif t is O.Local:
                 ev = node.signal_event(env, br.name)
                 signals.append(br.name)
-            elif t in O.BLOCKING_OPS or t in O.STORE_OPS:
+            elif t in O.BLOCKING_OPS or t in O.STORE_OPS or t is O.Changed:
                 ev = env.process(self._branch(node, br))
                 procs.append(ev)
             else:

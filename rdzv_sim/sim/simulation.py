@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import simpy
@@ -37,7 +37,7 @@ class Simulation:
         self.env = env = simpy.Environment()
         self._events = _count_events(env)
         seeds = np.random.SeedSequence(sc.seed).spawn(4)
-        rng_net, self.rng_start, rng_faults, _ = (np.random.default_rng(s) for s in seeds)
+        rng_net, self.rng_start, rng_faults = (np.random.default_rng(s) for s in seeds[:3])
         n = sc.cluster.nodes
         width = len(str(n - 1))
         hosts = [f"node{i:0{width}d}" for i in range(n)]
@@ -58,13 +58,16 @@ class Simulation:
         a = sc.agent
         self.runtime = SimRuntime(env, self.store, self.net, self.trace, RuntimeConfig(
             op_timeout=sc.store.op_timeout, collective_timeout=a.collective_timeout,
-            worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node))
+            worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node),
+            rng=np.random.default_rng(seeds[3]))
         p = sc.protocol
         self.protocol = protocols.get(p.name)(ProtocolConfig(
             run_id=p.run_id, min_nodes=sc.min_nodes, max_nodes=sc.max_nodes,
             last_call_timeout=p.last_call_timeout, join_timeout=p.join_timeout,
             confirm_timeout=p.confirm_timeout, close_grace=p.close_grace, hole_grace=p.hole_grace,
-            probe_interval=p.probe_interval, probe_timeout=p.probe_timeout))
+            probe_interval=p.probe_interval, probe_timeout=p.probe_timeout,
+            keep_alive_interval=p.keep_alive_interval,
+            keep_alive_max_attempt=p.keep_alive_max_attempt))
         self.agent_cfg = AgentConfig(max_restarts=a.max_restarts, monitor_interval=a.monitor_interval,
                                      retry_backoff=a.retry_backoff,
                                      max_rendezvous_attempts=a.max_rendezvous_attempts)
@@ -112,7 +115,8 @@ class Simulation:
         node.running_round = node.ctx_round = None
         node.pending.clear()
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
-        gen = elastic_agent(node.info, self.protocol, self.agent_cfg)
+        info = replace(node.info, pid=1000 + node.incarnation)     # a new agent process
+        gen = elastic_agent(info, self.protocol, self.agent_cfg)
         node.process = self.env.process(self.runtime.drive(node, gen, node.incarnation))
 
     def crash(self, node: SimNode, cause: str) -> None:
@@ -121,6 +125,7 @@ class Simulation:
         self.trace.record(self.env.now, node.name, "fault_crash", node.running_round,
                           detail={"cause": cause})
         node.alive = False
+        self.runtime.node_died(node)
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")
         self._peers_notice(node.running_round, {node.name})

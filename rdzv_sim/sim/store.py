@@ -43,6 +43,9 @@ class StoreServer:
         self.queue = simpy.Resource(env, capacity=1)
         self.data: dict[str, str] = {}
         self.waiters: dict[str, list] = {}       # key -> [(event, keys)]
+        self.change_waiters: dict[str, list] = {}   # key -> [(event, value it must differ from)]
+        self.background: dict[str, tuple[float, int]] = {}   # source -> (ops/s, bytes per op)
+        self.max_utilization = 0.0
         self.alive = True
         self.paused = False
         self.unpaused = env.event()
@@ -51,12 +54,29 @@ class StoreServer:
     def crash(self) -> None:
         self.alive = False
         err = StoreError("store connection lost: the store's host is down")
-        for lst in self.waiters.values():
+        for lst in [*self.waiters.values(), *self.change_waiters.values()]:
             for ev, _ in lst:
                 if not ev.triggered:
                     ev.fail(err)
                     ev.defused = True
         self.waiters.clear()
+        self.change_waiters.clear()
+
+    # --- background load (polling and heartbeats the simulator does not tick) -----------
+    def set_background(self, source: str, rate: float, nbytes: int = 0) -> None:
+        if rate > 0:
+            self.background[source] = (rate, nbytes)
+        else:
+            self.background.pop(source, None)
+        self.max_utilization = max(self.max_utilization, self.utilization())
+
+    def utilization(self) -> float:
+        return sum(r * self.service.time(b) for r, b in self.background.values())
+
+    def service_time(self, nbytes: int) -> float:
+        """Foreground service time, stretched by the background load (M/M/1: 1/(1-rho))."""
+        rho = min(self.utilization(), 0.95)
+        return self.service.time(nbytes) / (1.0 - rho)
 
     def pause(self) -> None:
         if not self.paused:
@@ -91,6 +111,21 @@ class StoreServer:
         for ev, keys in self.waiters.pop(key, ()):
             if not ev.triggered and not self.missing(keys):
                 ev.succeed()
+        lst = self.change_waiters.get(key)
+        if lst:
+            value = self.data.get(key)
+            keep = []
+            for ev, since in lst:
+                if ev.triggered:
+                    continue
+                if value is not since and value != since:
+                    ev.succeed(value)
+                else:
+                    keep.append((ev, since))
+            if keep:
+                self.change_waiters[key] = keep
+            else:
+                del self.change_waiters[key]
 
     # --- the operations ------------------------------------------------------------
     def apply(self, op):

@@ -1,0 +1,183 @@
+"""A model of torchrun's default `c10d` rendezvous (DynamicRendezvousHandler + C10dRendezvousBackend).
+
+Faithful in the decisions (decisions.py is the join/exit/close/keep-alive table), in the store
+traffic (one blob, compare-and-set with the last value read as token, a failed CAS returns the
+latest state and the node decides again at once, a 1 s read cache, SYNC sleeps 1 s, a random
+0-0.3 s delay before round 0, one sentinel CAS when a handler is made) and in the agent's view
+(`num_nodes_waiting` is the wait list of a read that may be 1 s old).
+
+Not ticked, to keep idle time free: keep-alive heartbeats and the 1 s polling of waiting nodes
+and of members' `num_nodes_waiting`. Heartbeats run in the background (StartHeartbeat: the
+simulator knows when each node beat last and charges the writes as store load); a waiting node
+sleeps until the blob changes or a deadline/heartbeat expiry can change the decision, then
+wakes at its next 1 s poll tick, as the real loop would have noticed it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, digest
+from ...ops import (BackgroundLoad, Changed, CompareSet, Emit, FirstOf, Get, HeartbeatTimes, Now,
+                    Random, Sleep, StartHeartbeat, WallClock)
+from . import decisions as D
+from .state import NULL_SENTINEL, State, addr_of, desc
+
+CACHE_DURATION = 1.0           # _BackendRendezvousStateHolder(cache_duration=1)
+SYNC_DELAY = 1.0               # _delay(seconds=1) on Action.SYNC
+ROUND0_DELAY = 0.3             # _delay(seconds=(0, 0.3)) before the first round
+
+
+@dataclass
+class Holder:
+    """One handler's view: `_BackendRendezvousStateHolder` state, plus CAS accounting."""
+    node: str
+    state: State
+    token: str | None = None
+    dirty: bool = False
+    last_sync: float = -math.inf
+    made: bool = False
+    cas_attempts: int = 0
+
+
+class C10dProtocol(Protocol):
+    name = "c10d"
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.key = f"torch.rendezvous.{cfg.run_id}"
+        self.s = D.Settings(cfg.min_nodes, cfg.max_nodes, cfg.last_call_timeout,
+                            cfg.keep_alive_interval, cfg.keep_alive_max_attempt)
+        self._holders: dict[str, Holder] = {}      # per agent process (descriptor)
+
+    def holder(self, node: NodeInfo) -> Holder:
+        d = desc(node.addr, node.pid)
+        if d not in self._holders:
+            self._holders[d] = Holder(d, State())
+        return self._holders[d]
+
+    # --- the state holder --------------------------------------------------------------
+    def _sync(self, h: Holder):
+        """`_BackendRendezvousStateHolder.sync`: write if dirty (CAS), else read unless cached."""
+        now = yield Now()
+        has_set = None
+        if h.dirty:
+            text = h.state.encode()
+            h.cas_attempts += 1
+            value = yield CompareSet(self.key, h.token or NULL_SENTINEL, text)
+            has_set = value == text
+        else:
+            if h.last_sync >= max(now - CACHE_DURATION, 0):
+                return None
+            value = yield Get(self.key)
+        h.state = State.decode(value)
+        h.token, h.dirty = value, False
+        h.last_sync = yield Now()
+        wall = yield WallClock()
+        beats = yield HeartbeatTimes(tuple(h.state.last_heartbeats))
+        dead = D.sanitize(h.state, self.s, wall, beats)
+        if dead:
+            yield Emit("c10d_dead_nodes", round=h.state.round, detail={"removed": dead})
+        return has_set
+
+    def _run(self, h: Holder, decide, deadline: float, node: NodeInfo):
+        """`_DistributedRendezvousOpExecutor.run`: sync, decide, act, until FINISH."""
+        while True:
+            yield from self._sync(h)
+            now, wall = (yield Now()), (yield WallClock())
+            beats = yield HeartbeatTimes((h.node,))
+            own = beats.get(h.node)
+            if own is not None and h.node in h.state.last_heartbeats:   # background beats
+                h.state.last_heartbeats[h.node] = max(h.state.last_heartbeats[h.node], own)
+            action = decide(h.state, now, deadline, wall)
+            if action is D.Action.FINISH:
+                return
+            if action is D.Action.ERROR_CLOSED or action is D.Action.GRACEFUL_EXIT:
+                raise RendezvousClosed(f"the rendezvous {self.cfg.run_id!r} is closed")
+            if action is D.Action.ERROR_TIMEOUT:
+                raise RendezvousTimeout("c10d: the join timeout passed")
+            if action is D.Action.SYNC:
+                yield from self._idle(h, deadline)
+                continue
+            if action is D.Action.REMOVE_FROM_REDUNDANCY_LIST:
+                deadline = now + self.cfg.join_timeout          # update_deadline(join)
+            D.apply(action, h.state, h.node, self.s, wall)
+            h.dirty = True
+
+    def _idle(self, h: Holder, deadline: float):
+        """SYNC: torch sleeps 1 s and reads again. Sleep instead until the blob changes or a
+        time-based condition can flip the decision, then wake on the next 1 s poll tick."""
+        now, wall = (yield Now()), (yield WallClock())
+        wake = [deadline + D.ROLLBACK_PERIOD + 1e-6 if now > deadline else deadline + 1e-6]
+        st = h.state
+        if st.deadline is not None and not st.complete:
+            wake.append(now + (st.deadline - wall) + 1e-6)
+        expiry = self.s.keep_alive_interval * self.s.keep_alive_max_attempt
+        beats = yield HeartbeatTimes(tuple(st.last_heartbeats))
+        for n, last in st.last_heartbeats.items():
+            if n != h.node:
+                wake.append(now + (max(last, beats.get(n) or last) + expiry - wall) + 1e-6)
+        until = max(min(wake), now)
+        yield BackgroundLoad(1.0 / SYNC_DELAY, len(h.token or ""))
+        idx, _ = yield FirstOf(Changed(self.key, h.token, timeout=math.inf), Sleep(until - now))
+        yield BackgroundLoad(0.0)
+        t = yield Now()
+        # the real loop reads once a second after its last read: wake on that tick
+        ticks = max(1, math.ceil((t - h.last_sync) / SYNC_DELAY))
+        yield Sleep(max(0.0, h.last_sync + ticks * SYNC_DELAY + 1e-6 - t))   # cache expired
+
+    # --- the handler -----------------------------------------------------------------
+    def rendezvous(self, node: NodeInfo):
+        """`DynamicRendezvousHandler.next_rendezvous`."""
+        h = self.holder(node)
+        if not h.made:                      # C10dRendezvousBackend.__init__: the sentinel CAS
+            h.made = True
+            h.cas_attempts += 1
+            yield CompareSet(self.key, "", NULL_SENTINEL)
+        if h.state.round == 0:
+            yield Sleep(ROUND0_DELAY * (yield Random()))
+        yield StartHeartbeat(h.node, self.s.keep_alive_interval + CACHE_DURATION,
+                             len(h.token or "") or 512)
+        deadline = (yield Now()) + self.cfg.join_timeout
+        before = h.cas_attempts
+        yield from self._run(h, lambda st, now, dl, wall: D.exit_(st, h.node, now, dl), deadline, node)
+        yield Emit("join", round=h.state.round, detail={"slot": len(h.state.participants) + 1})
+        yield from self._run(h, lambda st, now, dl, wall: D.join(st, h.node, self.s, now, dl, wall),
+                             deadline, node)
+        st = h.state
+        ranked = sorted(st.participants, key=lambda d: st.participants[d])
+        rank, n = st.participants[h.node], len(st.participants)
+        yield Emit("confirmed", round=st.round, rank=rank,
+                   detail={"cas_attempts": h.cas_attempts - before})
+        yield BackgroundLoad(1.0 / CACHE_DURATION, len(h.token or ""))   # num_nodes_waiting polls
+        if rank == 0:
+            yield Emit("round_closed", round=st.round, world_size=n * node.nproc,
+                       detail={"members": sorted(addr_of(d) for d in ranked), "count": n, "holes": 0})
+        return RoundResult(st.round, rank, n, n * node.nproc, rank * node.nproc,
+                           addr_of(ranked[0]), digest(ranked))
+
+    # --- while a round runs: the agent's num_nodes_waiting ------------------------------
+    def watch(self, result: RoundResult, state=None, node: NodeInfo | None = None):
+        token = state if state is not None else self.holder(node).token
+        return [(Changed(self.key, token, timeout=math.inf), "poll:blob")]
+
+    def answer(self, result: RoundResult, reason: str, node: NodeInfo):
+        """The blob changed: the agent notices at its first monitor tick after the 1 s cache
+        expires, reads it, and restarts if nodes wait."""
+        h = self.holder(node)
+        t = yield Now()
+        next_read = max(t, h.last_sync + CACHE_DURATION + 1e-6)
+        yield Sleep(next_read - t)
+        yield from self._sync(h)
+        if h.state.wait_list:
+            return ("leave", "nodes_waiting")
+        return ("stay", h.token)
+
+    def end_round(self, result: RoundResult, reason: str, node: NodeInfo | None = None):
+        """torchrun writes nothing when it restarts workers (the next rendezvous's exit op
+        does); an agent out of restarts shuts the rendezvous down for everyone (close op)."""
+        if reason != "agent_failed" or node is None:
+            return
+        h = self.holder(node)
+        deadline = (yield Now()) + 30.0                        # RendezvousTimeout.close
+        yield from self._run(h, lambda st, now, dl, wall: D.close(st, now, dl), deadline, node)
