@@ -99,18 +99,21 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
         yield StopWorkers(reason)
         yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
-        try:
-            if reason in FAILURES:
-                restarts += 1
-                if restarts > cfg.max_restarts:
-                    yield from protocol.end_round(result, "agent_failed", node)
-                    yield Emit("agent_exit", detail={"reason": "max_restarts"})
-                    return "max_restarts"
-            if reason != "round_ended":
-                yield from protocol.end_round(result, reason, node)
-        except StoreError as e:
-            yield Emit("store_lost", detail={"reason": str(e)})
-            yield Emit("agent_exit", detail={"reason": "store_lost"})
-            return "store_lost"
-        except StoreTimeout as e:
-            yield Emit("store_timeout", detail={"reason": str(e)})
+        if reason in FAILURES:
+            restarts += 1
+        why = "agent_failed" if restarts > cfg.max_restarts else reason
+        for attempt in range(cfg.max_rendezvous_attempts):      # ending a round is idempotent
+            try:
+                if why != "round_ended":
+                    yield from protocol.end_round(result, why, node)
+                break
+            except StoreError as e:
+                yield Emit("store_lost", detail={"reason": str(e)})
+                yield Emit("agent_exit", detail={"reason": "store_lost"})
+                return "store_lost"
+            except StoreTimeout as e:
+                yield Emit("store_timeout", detail={"reason": str(e)})
+                yield Sleep(cfg.retry_backoff)
+        if why == "agent_failed":
+            yield Emit("agent_exit", detail={"reason": "max_restarts"})
+            return "max_restarts"

@@ -96,6 +96,9 @@ class SimRuntime:
             yield from self._process_group_init(node, op)
             return None
         if t is O.StopWorkers:
+            # our workers leave: the collectives of those still in the round now fail
+            if node.running_round is not None:
+                self.peers_notice(node.running_round, {node.name})
             node.running_round = None
             return None
         if t is O.Random:
@@ -118,6 +121,21 @@ class SimRuntime:
         if t in O.STORE_OPS:
             return (yield from self.store_call(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
+
+    def peers_notice(self, rnd, culprits: set) -> None:
+        """The collectives of round `rnd` fail for everyone but `culprits`, after the
+        collective timeout (a hung NCCL/gloo call), unless they have left the round by then."""
+        if rnd is None:
+            return
+        targets = [n for n in self.nodes.values() if n.running_round == rnd and n.name not in culprits]
+        if targets:
+            self.env.process(self._notify(targets, rnd))
+
+    def _notify(self, targets, rnd):
+        yield self.env.timeout(self.cfg.collective_timeout)
+        for n in targets:
+            if n.alive and n.running_round == rnd:
+                n.signal("peer_failed")
 
     def _process_group_init(self, node: SimNode, op: O.StartWorkers):
         """init_process_group is a barrier of the round's members: a member that never comes

@@ -128,7 +128,7 @@ class Simulation:
         self.runtime.node_died(node)
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")
-        self._peers_notice(node.running_round, {node.name})
+        self.runtime.peers_notice(node.running_round, {node.name})
         node.running_round = None
         if node.name == self.store.host:
             self.crash_store("store_host_crash")
@@ -146,7 +146,7 @@ class Simulation:
             node.resumed = env.event()
         node.paused += 1
         if duration >= self.runtime.cfg.collective_timeout:
-            self._peers_notice(node.running_round, {node.name})
+            self.runtime.peers_notice(node.running_round, {node.name})
         yield env.timeout(duration)
         node.paused = max(0, node.paused - 1)
         if not node.paused and not node.resumed.triggered:
@@ -169,27 +169,13 @@ class Simulation:
             for rnd in rounds:
                 members = {n.name for n in self.nodes.values() if n.running_round == rnd}
                 if members & cut and members - cut:
-                    self._peers_notice(rnd, set())
+                    self.runtime.peers_notice(rnd, set())
         return group
 
     def heal(self, group: int) -> None:
         hosts = sum(1 for g in self.net.isolated.values() if g == group)
         self.net.heal(group)
         self.trace.record(self.env.now, "network", "partition_healed", detail={"hosts": hosts})
-
-    def _peers_notice(self, rnd, culprits: set) -> None:
-        """The survivors' collectives of round `rnd` fail after the collective timeout."""
-        if rnd is None:
-            return
-        targets = [n for n in self.nodes.values() if n.running_round == rnd and n.name not in culprits]
-        if targets:
-            self.env.process(self._notify(targets, rnd))
-
-    def _notify(self, targets, rnd):
-        yield self.env.timeout(self.runtime.cfg.collective_timeout)
-        for n in targets:
-            if n.alive and n.running_round == rnd:
-                n.signal("peer_failed")
 
     # --- running -------------------------------------------------------------------
     def run(self, progress=None, slices: int = 100) -> RunStats:
