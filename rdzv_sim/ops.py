@@ -196,3 +196,9 @@ class BackgroundLoad:
 @dataclass(frozen=True, slots=True)
 class Random:
     """A uniform float in [0, 1) from the runtime's seeded generator (protocols own no RNG)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """Client CPU spent encoding or decoding `nbytes` (the simulator charges it; reality spends it)."""
+    nbytes: int

@@ -19,12 +19,20 @@ class Topology(Strict):
     jitter: NonNegativeFloat = 0.2              # each message: latency * (1 + jitter * U[0,1))
 
 
+class Cpu(Strict):
+    """Client CPU for encoding/decoding store values (torch: pickle + base64 of the c10d blob)."""
+    base: NonNegativeFloat = 5e-6               # measured: torch write-sync 60 us at 1 KB,
+    per_byte: NonNegativeFloat = 20e-9          # 451 us at 11.7 KB, 2.07 ms at 47 KB (2 per CAS)
+    shared_cores: PositiveInt | None = None     # every host shares these cores (one-machine runs)
+
+
 class Cluster(Strict):
     nodes: PositiveInt
     nproc_per_node: PositiveInt = 8
     start_nodes: PositiveInt | None = None      # how many start at t=0 (default: all)
     start_spread: NonNegativeFloat = 0.5        # starts spread uniformly over this many seconds
     topology: Topology = Topology()
+    cpu: Cpu = Cpu()
 
 
 class Store(Strict):

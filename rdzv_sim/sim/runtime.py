@@ -26,6 +26,9 @@ class RuntimeConfig:
     worker_start: float = 5.0         # process start + process-group init, seconds
     worker_start_per_node: float = 0.0
     wall_epoch: float = 1.7e9         # wall clock at t=0
+    cpu_base: float = 5e-6            # client CPU per Work op, seconds
+    cpu_per_byte: float = 20e-9       # client CPU per byte encoded/decoded (torch pickle+b64)
+    shared_cores: int | None = None   # all hosts share this many cores (one-machine runs)
 
 
 class SimRuntime:
@@ -34,6 +37,7 @@ class SimRuntime:
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
         self.rng = rng if rng is not None else __import__("numpy").random.default_rng(0)
         self.heartbeats: dict[str, list] = {}    # descriptor -> [node, start, period, stop]
+        self.cpu_jobs = 0                        # Work in progress on shared cores
         self.nodes: dict[str, SimNode] = {}
         self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
         self.pg_init: dict[int, tuple] = {}      # round -> (members arrived, all-arrived event)
@@ -100,6 +104,19 @@ class SimRuntime:
             if node.running_round is not None:
                 self.peers_notice(node.running_round, {node.name})
             node.running_round = None
+            return None
+        if t is O.Work:
+            cost = self.cfg.cpu_base + self.cfg.cpu_per_byte * op.nbytes
+            if self.cfg.shared_cores:
+                # processor sharing, as an OS scheduler time-slices runnable processes: the
+                # work runs at cores/k of a core while k jobs are on the CPU (k taken at start)
+                self.cpu_jobs += 1
+                try:
+                    yield env.timeout(cost * max(1.0, self.cpu_jobs / self.cfg.shared_cores))
+                finally:
+                    self.cpu_jobs -= 1
+            else:
+                yield env.timeout(cost)
             return None
         if t is O.Random:
             return float(self.rng.random())

@@ -58,7 +58,9 @@ class Simulation:
         a = sc.agent
         self.runtime = SimRuntime(env, self.store, self.net, self.trace, RuntimeConfig(
             op_timeout=sc.store.op_timeout, collective_timeout=a.collective_timeout,
-            worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node),
+            worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node,
+            cpu_base=sc.cluster.cpu.base, cpu_per_byte=sc.cluster.cpu.per_byte,
+            shared_cores=sc.cluster.cpu.shared_cores),
             rng=np.random.default_rng(seeds[3]))
         p = sc.protocol
         self.protocol = protocols.get(p.name)(ProtocolConfig(

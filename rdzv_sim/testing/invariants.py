@@ -202,7 +202,7 @@ def check_safety(tables: dict, scenario) -> Report:
          + rounds_increase(ev) + members_were_alive(ev) + every_member_accounted(ev))
     if proto.name == "hrw":
         v += ranks_follow_hrw(ev, proto.run_id) + hrw_moves_are_minimal(rounds)
-    return Report(known_for(proto.name, v))
+    return Report(known_for(proto.name, v, scenario))
 
 
 # --- liveness --------------------------------------------------------------------------
@@ -239,7 +239,8 @@ def check_liveness(tables: dict, scenario, slack: float = 1.0) -> Report:
     deadline = t_quiet + slack * liveness_bound(scenario)
     if deadline > scenario.duration:
         return Report([Violation("liveness", f"run too short to judge: needs {deadline:.1f} s")])
-    return converged(ev, deadline, scenario.min_nodes, scenario.max_nodes)
+    report = converged(ev, deadline, scenario.min_nodes, scenario.max_nodes)
+    return Report(known_for(scenario.protocol.name, report.violations, scenario))
 
 
 def alive_nodes(events: pd.DataFrame) -> set:

@@ -1,22 +1,67 @@
-"""Invariants each protocol is known to break because the real system does too.
+"""Invariants a protocol is known to break because the real system does too.
 
-An entry names the invariant, why the real protocol breaks it and the source it comes from.
-A checker marks matching violations as known; every other violation still fails.
+Each entry names the invariant, when it applies (a predicate on the scenario and the
+violation), why the real protocol breaks it, and the source line it comes from. A checker
+marks matching violations as known; every other violation still fails.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Callable
 
-# protocol -> {invariant: why (with the torch source it comes from)}
-KNOWN: dict[str, dict[str, str]] = {
-    "static": {},
-    "hrw": {},
-    # The c10d model (torchrun's DynamicRendezvousHandler) registers its entries here, e.g.
-    # "members_were_alive": "a dead participant stays in a complete round until its keep-alive
-    # expires (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, _RendezvousJoinOp)".
+TORCH = "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (torch 2.13)"
+
+
+@dataclass(frozen=True)
+class Known:
+    invariant: str
+    why: str
+    applies: Callable = lambda scenario, violation: True
+
+
+def _skewed(sc, v) -> bool:
+    """A clock-skew fault large enough to age a heartbeat past the dead-node threshold."""
+    p = sc.protocol
+    limit = p.keep_alive_interval * (p.keep_alive_max_attempt - 1)
+    return any(f.kind == "clock_skew" and abs(f.offset) >= limit for f in sc.faults)
+
+
+_SKEW = ("heartbeats are wall-clock datetimes compared with the reader's own clock: a skewed "
+         "node declares live peers dead, drops them from a complete round and disagrees with "
+         f"them on the membership (_sanitize, _should_keep_alive; {TORCH})")
+
+_REUSED = ("the round number grows only when a complete round empties "
+           "(_remove_participant_epilogue): members that leave and come back, or a stale "
+           "participant that wakes up, complete 'round R' again with another membership, so two "
+           f"memberships share one round number ({TORCH})")
+
+KNOWN: dict[str, list[Known]] = {
+    "static": [],
+    "hrw": [],
+    "c10d": [
+        Known("every_member_accounted",
+              "a dead participant stays in a complete round until its keep-alive expires "
+              f"(3 x 5 s): _BackendRendezvousStateHolder._sanitize removes it only then ({TORCH})"),
+        Known("liveness",
+              "a wait-listed node enters only a round it sees incomplete; it polls once a second "
+              "(_Action.SYNC: _delay(seconds=1)), so with a last call shorter than that the members "
+              f"re-complete the round before it looks and it can wait forever ({TORCH}, "
+              "_RendezvousJoinOp)",
+              lambda sc, v: sc.protocol.last_call_timeout < 2.0),
+        *(Known(inv, _REUSED) for inv in ("members_agree", "ranks_are_a_permutation",
+                                           "every_member_accounted")),
+        *(Known(inv, _SKEW, _skewed) for inv in
+          ("members_agree", "ranks_are_a_permutation", "every_member_accounted", "liveness",
+           "size_within_bounds")),
+    ],
 }
 
 
-def known_for(protocol: str, violations: list) -> list:
-    table = KNOWN.get(protocol, {})
-    return [replace(v, known=table[v.invariant]) if v.invariant in table else v for v in violations]
+def known_for(protocol: str, violations: list, scenario=None) -> list:
+    table = KNOWN.get(protocol, [])
+    out = []
+    for v in violations:
+        k = next((k for k in table if k.invariant == v.invariant
+                  and (scenario is None or k.applies(scenario, v))), None)
+        out.append(replace(v, known=k.why) if k else v)
+    return out

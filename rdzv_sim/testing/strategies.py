@@ -62,10 +62,11 @@ def protocol_settings(draw, protocol: str, nodes: int) -> dict:
     else:
         lo = draw(st.integers(1, nodes))
         hi = draw(st.integers(lo, nodes))
-    return {"name": protocol, "min_nodes": lo, "max_nodes": hi, "join_timeout": 1e6,
+    out = {"name": protocol, "min_nodes": lo, "max_nodes": hi, "join_timeout": 1e6,
             "last_call_timeout": draw(st.integers(0, 5)),
             "confirm_timeout": draw(st.integers(5, 30)),
             "close_grace": draw(st.integers(1, 3)), "hole_grace": 1.0}
+    return out
 
 
 @st.composite

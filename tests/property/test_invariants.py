@@ -12,3 +12,8 @@ def test_hrw_invariants(sc):
 @given(scenarios(protocol="static"))
 def test_static_invariants(sc):
     check_run(sc)
+
+
+@given(scenarios(protocol="c10d"))
+def test_c10d_invariants(sc):
+    check_run(sc)          # torch's own quirks are listed in rdzv_sim.testing.known

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, digest
 from ...ops import (BackgroundLoad, Changed, CompareSet, Emit, FirstOf, Get, HeartbeatTimes, Now,
-                    Random, Sleep, StartHeartbeat, WallClock)
+                    Random, Sleep, StartHeartbeat, WallClock, Work)
 from . import decisions as D
 from .state import NULL_SENTINEL, State, addr_of, desc
 
@@ -63,6 +63,7 @@ class C10dProtocol(Protocol):
         has_set = None
         if h.dirty:
             text = h.state.encode()
+            yield Work(len(text))                              # pickle + base64
             h.cas_attempts += 1
             value = yield CompareSet(self.key, h.token or NULL_SENTINEL, text)
             has_set = value == text
@@ -70,6 +71,7 @@ class C10dProtocol(Protocol):
             if h.last_sync >= max(now - CACHE_DURATION, 0):
                 return None
             value = yield Get(self.key)
+        yield Work(len(value))                                 # base64 + unpickle
         h.state = State.decode(value)
         h.token, h.dirty = value, False
         h.last_sync = yield Now()
@@ -131,9 +133,9 @@ class C10dProtocol(Protocol):
         """`DynamicRendezvousHandler.next_rendezvous`."""
         h = self.holder(node)
         if not h.made:                      # C10dRendezvousBackend.__init__: the sentinel CAS
-            h.made = True
             h.cas_attempts += 1
             yield CompareSet(self.key, "", NULL_SENTINEL)
+            h.made = True
         if h.state.round == 0:
             yield Sleep(ROUND0_DELAY * (yield Random()))
         yield StartHeartbeat(h.node, self.s.keep_alive_interval + CACHE_DURATION,
