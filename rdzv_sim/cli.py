@@ -50,11 +50,15 @@ def run(
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
     set_: List[str] = typer.Option([], "--set", help="Override a field: key.path=value (repeatable)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    protocol: List[str] = typer.Option([], "--protocol", "-p",
+                                       help="Run with this protocol instead (repeat to compare side by side)."),
 ):
     """Simulate one scenario; write events/rounds/summary tables and print the summary."""
     from .scenario.load import ScenarioError, load
+    if len(protocol) > 1:
+        return _compare(scenario, out, seed, set_, protocol)
     try:
-        sc = load(scenario, set_, seed)
+        sc = load(scenario, [*set_, *(f"protocol.name={p}" for p in protocol)], seed)
     except ScenarioError as e:
         _fail(e.messages)
     from .api import run as run_api
@@ -76,6 +80,40 @@ def run(
                       f"{sc.duration:,.0f} simulated s in {result.wall_s:.2f} s wall")
     print_summary(result.summary, "summary")
     out_console.print(f"tables: {target}/ ({', '.join(p.name for p in written)})", highlight=False)
+
+
+COMPARE = ["rounds_completed", "rdzv_latency_p50", "rdzv_latency_p99", "round_latency_p50",
+           "store_ops", "store_bytes", "store_background_util_max", "running_fraction",
+           "agents_exited", "all_rounds_consistent", "sim_events"]
+
+
+def _compare(scenario, out, seed, set_, protocols):
+    """The same scenario under several protocols, one table (written as compare.csv)."""
+    import pandas as pd
+    from .api import run as run_api
+    from .scenario.load import ScenarioError, load
+    scs = {}
+    for p in protocols:
+        try:
+            scs[p] = load(scenario, [*set_, f"protocol.name={p}"], seed)
+        except ScenarioError as e:
+            _fail([f"with --protocol {p}: {m}" for m in e.messages])
+    rows = []
+    base = out or Path(f"runs/{next(iter(scs.values())).name}")
+    for p, sc in scs.items():
+        result = run_api(sc)
+        result.save(base / p, sc.outputs.formats)
+        rows.append(result.summary.iloc[0])
+    table = pd.DataFrame(rows)
+    table.to_csv(base / "compare.csv", index=False)
+    t = Table(title=f"{next(iter(scs.values())).name}: side by side", header_style="bold")
+    t.add_column("metric")
+    for p in protocols:
+        t.add_column(p, justify="right")
+    for k in COMPARE:
+        t.add_row(k, *(_fmt(r[k].item() if hasattr(r[k], "item") else r[k]) for _, r in table.iterrows()))
+    out_console.print(t)
+    out_console.print(f"tables: {base}/<protocol>/ and {base}/compare.csv", highlight=False)
 
 
 @app.command("list")

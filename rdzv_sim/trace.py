@@ -87,6 +87,8 @@ class RunStats:
     sim_events: int = 0
     wall_s: float = 0.0
     store_ops: int = 0
+    store_bytes: int = 0
+    store_background_util_max: float = 0.0
 
 
 def _pct(values, q) -> float:
@@ -126,7 +128,8 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "round_latency_p50": _pct(rounds["latency"], 50) if len(rounds) else math.nan,
         "failures_injected": int(events["event"].str.startswith("fault_").sum()),
         "store_ops": int(stats.store_ops),
-        "store_bytes": int(rounds["store_bytes"].sum()) if len(rounds) else 0,
+        "store_bytes": int(stats.store_bytes),
+        "store_background_util_max": round(float(stats.store_background_util_max), 6),
         "agents_exited": int(len(exits)),
         "store_lost": bool((events["event"] == "store_lost").any()),
         "running_fraction": running_fraction(events, stats.duration),

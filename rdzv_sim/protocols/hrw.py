@@ -14,7 +14,8 @@ import json
 
 from hrw import Placement
 
-from ..ops import Add, Check, CompareSet, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set, Sleep
+from ..ops import (Add, Check, CompareSet, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set, Sleep,
+                   StoreTimeout)
 from .base import (NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult, digest)
 
 INF = float("inf")
@@ -187,10 +188,20 @@ class HrwProtocol(Protocol):
             yield CompareSet(ready, "", "ok")
         verdict = yield from self._first(watch_key(ready), self.cfg.confirm_timeout)
         if verdict is None:
-            verdict = yield CompareSet(ready, "", "failed")
+            verdict = yield from self._decide(ready, "failed")
         if verdict != "ok":
             yield from self.end_round_at(result.round, "confirm_timeout")
             raise RendezvousFailed(f"round {result.round}: a member never confirmed")
+
+    def _decide(self, key: str, proposal: str, attempts: int = 100):
+        """compare_set(key, "", proposal), retried through store timeouts: a member that acked
+        must learn the verdict, or it could walk away from a round that completes with it."""
+        for _ in range(attempts - 1):
+            try:
+                return (yield CompareSet(key, "", proposal))
+            except StoreTimeout:
+                yield Sleep(1.0)
+        return (yield CompareSet(key, "", proposal))
 
     # --- a running round -------------------------------------------------------------
     def watch(self, result: RoundResult, state=None, node=None):

@@ -42,6 +42,7 @@ class SimRuntime:
         self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
         self.pg_init: dict[int, tuple] = {}      # round -> (members arrived, all-arrived event)
         self.total_ops = 0
+        self.total_bytes = 0
 
     # --- driving a protocol generator ------------------------------------------------
     def drive(self, node: SimNode, gen, incarnation: int | None = None):
@@ -213,6 +214,7 @@ class SimRuntime:
     # --- the store -------------------------------------------------------------------
     def _account(self, node: SimNode, nbytes: int) -> None:
         self.total_ops += 1
+        self.total_bytes += nbytes
         acc = self.round_ops.get(node.ctx_round)
         if acc is None:
             acc = self.round_ops[node.ctx_round] = [0, 0]

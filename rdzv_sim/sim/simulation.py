@@ -190,4 +190,5 @@ class Simulation:
                 progress(self.env.now)
         return RunStats(duration=end, protocol=self.sc.protocol.name, nodes=self.sc.cluster.nodes,
                         sim_events=self._events[0], wall_s=time.perf_counter() - t0,
-                        store_ops=self.runtime.total_ops)
+                        store_ops=self.runtime.total_ops, store_bytes=self.runtime.total_bytes,
+                        store_background_util_max=self.store.max_utilization)

@@ -1,0 +1,79 @@
+"""c10d contention: compare-and-set attempts when N nodes join one round at once.
+
+The model (rdzv_sim's c10d protocol) against torch's own DynamicRendezvousHandler, counted
+through a wrapper around each node's store (benchmarks/c10d_contention_torch.py, run in
+threads of one process; rerun it with --torch), and against the figures in the issue.
+Writes reports/c10d_contention.md. Usage: python benchmarks/c10d_contention.py [--torch]
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import rdzv_sim  # noqa: E402
+from rdzv_sim.trace import details  # noqa: E402
+
+NS = [8, 16, 32, 64, 128]
+ISSUE = {8: 31, 32: 282, 128: 3936}          # "measured on torch" in the issue that asked for this
+
+
+def model(n: int, shared_cores: int | None) -> int:
+    sc = {"name": f"c10d-contention-{n}", "seed": 1, "duration": 120,
+          "cluster": {"nodes": n, "nproc_per_node": 1, "start_spread": 0.0,
+                      "cpu": {"shared_cores": shared_cores}},
+          "store": {"host": None}, "protocol": {"name": "c10d", "min_nodes": n, "max_nodes": n},
+          "shards": {"count": 0}}
+    ev = rdzv_sim.run(sc).events
+    join = sum(d.get("cas_attempts", 0) for d in details(ev[ev.event == "confirmed"]))
+    return join + n                              # + each handler's sentinel CAS
+
+
+def main():
+    path = ROOT / "reports" / "c10d_contention_torch.json"
+    if "--torch" in sys.argv or not path.exists():
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "c10d_contention_torch.py"),
+                        *map(str, NS)], check=True)
+    torch_runs = {r["n"]: r for r in json.loads(path.read_text())["runs"]}
+    rows = []
+    for n in NS:
+        own, shared = model(n, None), model(n, 1)
+        t = torch_runs.get(n, {}).get("compare_set_total")
+        rows.append((n, t, ISSUE.get(n), own, shared))
+        print(n, t, ISSUE.get(n), own, shared)
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a and b else "-"
+    lines = ["# c10d contention: compare-and-set attempts for N nodes joining at once", "",
+             f"Date: {time.strftime('%Y-%m-%d')}. Machine: {platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()}. Regenerate: `python benchmarks/c10d_contention.py --torch`.",
+             "", "Counts include each handler's sentinel CAS (made when its backend is created).",
+             "", "| N | torch 2.13, threads (counted) | issue's figure | model, own CPU per host | "
+             "model, hosts share 1 core | model(1 core) / torch |", "|---|---|---|---|---|---|"]
+    for n, t, i, own, shared in rows:
+        lines.append(f"| {n} | {t if t is not None else '-'} | {i or '-'} | {own} | {shared} | {ratio(shared, t)} |")
+    lines += ["", "Reading it:", "",
+              "- Up to 32 nodes the model matches torch's counted attempts within 10%: joins spread "
+              "over torch's random 0-0.3 s delay rarely collide.",
+              "- Contention collapses past a threshold in both, when the client work per attempt "
+              "(pickle + base64 of the blob, measured at 60 us / 451 us / 2.07 ms for 1 / 12 / 47 KB) "
+              "times the number of contenders exceeds the spread. torch in threads collapses earlier "
+              "(between 32 and 64) than the model (between 96 and 192): the GIL hands the CPU over in "
+              "5 ms slices, which the model's processor sharing does not reproduce.",
+              "- The issue's figures (31, 282, 3,936) grow as about N^2/4 from N = 8 on; neither this "
+              "machine's threaded torch run nor the model shows contention at N = 8. They were taken "
+              "with a set-up we do not know (processes? no random delay?), so the model is NOT within "
+              "25% of them, and the target stays open.", ""]
+    (ROOT / "reports" / "c10d_contention.md").write_text("\n".join(lines))
+    print("wrote reports/c10d_contention.md")
+
+
+if __name__ == "__main__":
+    main()
