@@ -22,6 +22,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_hrw.py
+	$(BIN)/python benchmarks/c10d_contention.py
+
+reports: $(STAMP)
+	$(BIN)/python -m rdzv_sim.report.bundled reports/scenarios
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

@@ -5,7 +5,7 @@ from .placement import shard_moves
 from .result import RunResult
 from .scenario.load import load
 from .sim.simulation import Simulation
-from .trace import events_table, rounds_table, summary_table
+from .trace import events_table, rounds_table, store_load_table, summary_table
 
 
 def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunResult:
@@ -21,4 +21,5 @@ def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunRe
     rounds.insert(1, "scenario", sc.name)
     rounds.insert(2, "seed", sc.seed)
     summary = summary_table(events, rounds, stats, sc.name, sc.seed)
-    return RunResult(sc, events, rounds, summary, stats.wall_s)
+    store_load = store_load_table(sim.runtime.load, sim.runtime.load_bin, sc.name, sc.seed)
+    return RunResult(sc, events, rounds, summary, store_load, stats.wall_s)

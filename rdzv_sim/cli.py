@@ -52,11 +52,12 @@ def run(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     protocol: List[str] = typer.Option([], "--protocol", "-p",
                                        help="Run with this protocol instead (repeat to compare side by side)."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write report.html and report.md."),
 ):
     """Simulate one scenario; write events/rounds/summary tables and print the summary."""
     from .scenario.load import ScenarioError, load
     if len(protocol) > 1:
-        return _compare(scenario, out, seed, set_, protocol)
+        return _compare(scenario, out, seed, set_, protocol, report)
     try:
         sc = load(scenario, [*set_, *(f"protocol.name={p}" for p in protocol)], seed)
     except ScenarioError as e:
@@ -74,6 +75,8 @@ def run(
     target = out or Path(sc.outputs.dir or f"runs/{sc.name}")
     try:
         written = result.save(target, sc.outputs.formats)
+        if report:
+            written.append(_report(result, target)["html"])
     except OSError as e:
         _fail([f"cannot write to {target}: {e}"], 1)
     out_console.print(f"[bold]{sc.name}[/] seed {sc.seed}, protocol {sc.protocol.name}: "
@@ -87,7 +90,13 @@ COMPARE = ["rounds_completed", "rdzv_latency_p50", "rdzv_latency_p99", "round_la
            "agents_exited", "all_rounds_consistent", "sim_events"]
 
 
-def _compare(scenario, out, seed, set_, protocols):
+def _report(result, target):
+    from .report import build
+    return build({"events": result.events, "rounds": result.rounds, "summary": result.summary,
+                  "store_load": result.store_load}, result.scenario.model_dump(mode="json"), target)
+
+
+def _compare(scenario, out, seed, set_, protocols, report=True):
     """The same scenario under several protocols, one table (written as compare.csv)."""
     import pandas as pd
     from .api import run as run_api
@@ -103,6 +112,8 @@ def _compare(scenario, out, seed, set_, protocols):
     for p, sc in scs.items():
         result = run_api(sc)
         result.save(base / p, sc.outputs.formats)
+        if report:
+            _report(result, base / p)
         rows.append(result.summary.iloc[0])
     table = pd.DataFrame(rows)
     table.to_csv(base / "compare.csv", index=False)
@@ -114,6 +125,18 @@ def _compare(scenario, out, seed, set_, protocols):
         t.add_row(k, *(_fmt(r[k].item() if hasattr(r[k], "item") else r[k]) for _, r in table.iterrows()))
     out_console.print(t)
     out_console.print(f"tables: {base}/<protocol>/ and {base}/compare.csv", highlight=False)
+
+
+@app.command("report")
+def report_cmd(directory: Path = typer.Argument(..., help="A run's output folder (its saved tables)."),
+               out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write (default: the folder).")):
+    """Rebuild report.html and report.md from saved tables, without re-running anything."""
+    from .report import from_dir
+    try:
+        paths = from_dir(directory, out)
+    except (FileNotFoundError, OSError, ValueError) as e:
+        _fail([str(e)])
+    out_console.print(f"report: {paths['html']} and {paths['md']}", highlight=False)
 
 
 @app.command("list")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-TABLES = ("events", "rounds", "summary")
+TABLES = ("events", "rounds", "summary", "store_load")
 
 
 @dataclass
@@ -15,6 +15,7 @@ class RunResult:
     events: pd.DataFrame
     rounds: pd.DataFrame
     summary: pd.DataFrame
+    store_load: pd.DataFrame | None = None      # store ops/bytes per time bin
     wall_s: float = 0.0
 
     def save(self, out: str | Path, formats=("parquet", "csv")) -> list[Path]:
@@ -24,6 +25,8 @@ class RunResult:
         written = []
         for name in TABLES:
             df = getattr(self, name)
+            if df is None:
+                continue
             for fmt in formats:
                 path = out / f"{name}.{fmt}"
                 tmp = path.with_suffix(path.suffix + ".tmp")
@@ -50,6 +53,8 @@ def load_tables(directory: str | Path) -> dict[str, pd.DataFrame]:
             out[name] = pd.read_parquet(pq)
         elif csv.exists():
             out[name] = pd.read_csv(csv)
+        elif name == "store_load":
+            out[name] = None                         # optional
         else:
             raise FileNotFoundError(f"{d}: no {name}.parquet or {name}.csv")
     return out

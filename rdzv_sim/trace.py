@@ -42,6 +42,14 @@ def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
     return _stamp(df, scenario, seed)
 
 
+def store_load_table(load: dict, bin_s: float, scenario: str, seed: int) -> pd.DataFrame:
+    """Store operations and bytes per time bin (only bins with traffic are listed)."""
+    keys = sorted(load)
+    df = pd.DataFrame({"t": [k * bin_s for k in keys], "bin_s": bin_s,
+                       "ops": [load[k][0] for k in keys], "bytes": [load[k][1] for k in keys]})
+    return _stamp(df, scenario, seed)
+
+
 def details(df: pd.DataFrame) -> list[dict]:
     return [json.loads(d) if d else {} for d in df["detail"]]
 

@@ -43,6 +43,8 @@ class SimRuntime:
         self.pg_init: dict[int, tuple] = {}      # round -> (members arrived, all-arrived event)
         self.total_ops = 0
         self.total_bytes = 0
+        self.load_bin = 1.0                      # seconds per bin of the store_load table
+        self.load: dict[int, list] = {}          # bin -> [ops, bytes]
 
     # --- driving a protocol generator ------------------------------------------------
     def drive(self, node: SimNode, gen, incarnation: int | None = None):
@@ -215,6 +217,13 @@ class SimRuntime:
     def _account(self, node: SimNode, nbytes: int) -> None:
         self.total_ops += 1
         self.total_bytes += nbytes
+        b = int(self.env.now // self.load_bin)
+        ops_bytes = self.load.get(b)
+        if ops_bytes is None:
+            self.load[b] = [1, nbytes]
+        else:
+            ops_bytes[0] += 1
+            ops_bytes[1] += nbytes
         acc = self.round_ops.get(node.ctx_round)
         if acc is None:
             acc = self.round_ops[node.ctx_round] = [0, 0]

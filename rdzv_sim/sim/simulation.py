@@ -77,6 +77,7 @@ class Simulation:
         self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
                       for i, h in enumerate(hosts)}
         self.runtime.nodes = self.nodes
+        self.runtime.load_bin = max(1.0, sc.duration / 2000)
         self._schedule(rng_faults)
 
     # --- set-up --------------------------------------------------------------------

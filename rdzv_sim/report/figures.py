@@ -1,0 +1,192 @@
+"""The report's plots, from the trace tables only (so they work for any runtime).
+
+Large clusters are aggregated (counts over time instead of one line per node), so a report of
+10,000 nodes stays readable and small.
+"""
+from __future__ import annotations
+
+import io
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+PER_NODE_LIMIT = 64          # above this many nodes the timeline is aggregated
+DPI = 80
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def intervals(events: pd.DataFrame, end: float):
+    """Per node: (start, stop) spans when its host was up, and (start, stop, round) spans when
+    its workers ran. Row order is event order."""
+    up, run = {}, {}
+    open_up, open_run = {}, {}
+    for t, node, ev, rnd in zip(events["t"], events["node"], events["event"], events["round"]):
+        if ev == "node_start":
+            open_up.setdefault(node, t)
+        elif ev == "workers_started":
+            open_run[node] = (t, rnd)
+        elif ev in ("round_left", "fault_crash", "agent_exit"):
+            if node in open_run:
+                s, r = open_run.pop(node)
+                run.setdefault(node, []).append((s, t, r))
+            if ev != "round_left" and node in open_up:
+                up.setdefault(node, []).append((open_up.pop(node), t))
+    for node, s in open_up.items():
+        up.setdefault(node, []).append((s, end))
+    for node, (s, r) in open_run.items():
+        run.setdefault(node, []).append((s, end, r))
+    return up, run
+
+
+def _count_over_time(spans: dict, end: float):
+    pts = []
+    for lst in spans.values():
+        for s in lst:
+            pts += [(s[0], 1), (s[1], -1)]
+    if not pts:
+        return np.array([0.0, end]), np.array([0, 0])
+    pts.sort()
+    t = np.array([0.0] + [p[0] for p in pts] + [end])
+    c = np.concatenate([[0], np.cumsum([p[1] for p in pts]), [0]])
+    c[-1] = c[-2]
+    return t, c
+
+
+def _faults(events: pd.DataFrame) -> pd.DataFrame:
+    return events[events["event"].str.startswith("fault_")]
+
+
+def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes: int) -> bytes:
+    up, run = intervals(events, duration)
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    faults = _faults(events)
+    if nodes <= PER_NODE_LIMIT:
+        names = sorted(set(up) | set(run) | set(events.loc[events["event"] == "node_start", "node"]))
+        cmap = plt.get_cmap("tab10")
+        for y, name in enumerate(names):
+            ax.broken_barh([(s, e - s) for s, e in up.get(name, [])], (y - 0.4, 0.8),
+                           facecolors="#dddddd")
+            for s, e, r in run.get(name, []):
+                ax.broken_barh([(s, e - s)], (y - 0.3, 0.6), facecolors=cmap(int(r) % 10))
+        ax.set_yticks(range(len(names)), names, fontsize=7)
+        rows = {n: i for i, n in enumerate(names)}
+        f_nodes = faults[faults["node"].isin(rows)]
+        ax.scatter(f_nodes["t"], [rows[n] for n in f_nodes["node"]], marker="x", color="red",
+                   zorder=5, label="fault")
+        ax.set_ylabel("host (grey: up; colour: round whose workers run)")
+    else:
+        t, c = _count_over_time(up, duration)
+        ax.step(t, c, where="post", color="#888888", label="hosts up")
+        t, c = _count_over_time(run, duration)
+        ax.step(t, c, where="post", color="tab:blue", label="hosts running a round")
+        ax.set_ylabel("hosts")
+        for ft in faults["t"].unique()[:500]:
+            ax.axvline(ft, color="red", alpha=0.3, lw=0.8)
+    for end in rounds.get("end", pd.Series(dtype=float)):
+        ax.axvline(end, color="green", alpha=0.25, lw=0.8)
+    ax.set_xlim(0, duration)
+    ax.set_xlabel("time (s)")
+    ax.set_title("Timeline: hosts, rounds (green lines: round complete), faults (red)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize=8)
+    return _png(fig)
+
+
+def latency(events: pd.DataFrame) -> bytes:
+    ra = events[events["event"] == "rank_assigned"]
+    lat = np.array([json.loads(d).get("latency", np.nan) for d in ra["detail"]], dtype=float)
+    lat = lat[np.isfinite(lat)]
+    fig, ax = plt.subplots(figsize=(10, 3))
+    if len(lat):
+        ax.hist(lat, bins=min(60, max(10, len(lat) // 5)), color="tab:purple")
+        for q, style in ((50, "-"), (99, "--")):
+            v = np.percentile(lat, q)
+            ax.axvline(v, color="black", ls=style, lw=1, label=f"p{q} = {v:.3g} s")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("rendezvous latency per node: join started -> rank known (s)")
+    ax.set_ylabel("node-rounds")
+    ax.set_title("Rendezvous latency distribution")
+    return _png(fig)
+
+
+def store_load(load: pd.DataFrame | None, duration: float) -> bytes:
+    fig, ax = plt.subplots(figsize=(10, 3))
+    if load is not None and len(load):
+        ax.bar(load["t"], load["ops"] / load["bin_s"], width=load["bin_s"], align="edge",
+               color="tab:orange", label="operations/s")
+        ax2 = ax.twinx()
+        ax2.scatter(load["t"] + load["bin_s"] / 2, load["bytes"] / load["bin_s"] / 1e3, s=6,
+                    color="tab:gray", label="kB/s")
+        ax2.set_ylabel("kB/s")
+    ax.set_xlim(0, duration)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("store operations/s")
+    ax.set_title("Store operations over time (background polling and heartbeats not included)")
+    return _png(fig)
+
+
+def shards(rounds: pd.DataFrame) -> bytes:
+    cols = [c for c in rounds.columns if c.startswith("shards_moved_") and c != "shards_moved_min"]
+    fig, ax = plt.subplots(figsize=(10, 3))
+    if len(rounds) and cols:
+        x = np.arange(len(rounds))
+        w = 0.8 / len(cols)
+        for i, c in enumerate(cols):
+            ax.bar(x + i * w, rounds[c], width=w, label=c.removeprefix("shards_moved_"))
+        ax.hlines(rounds["shards_moved_min"], x - 0.5 * w, x + 0.8 - 0.5 * w, color="black",
+                  lw=2, label="minimum")
+        ax.set_xticks(x + 0.4 - 0.5 * w, [str(r) for r in rounds["round"]], fontsize=7)
+        ax.legend(fontsize=8)
+    ax.set_xlabel("round")
+    ax.set_ylabel("shards moved")
+    ax.set_title("Shards moved per round, by placement policy, against the minimum")
+    return _png(fig)
+
+
+def goodput(events: pd.DataFrame, duration: float, nodes: int) -> bytes:
+    _, run = intervals(events, duration)
+    t, c = _count_over_time(run, duration)
+    fig, ax = plt.subplots(figsize=(10, 3))
+    frac = c / max(1, nodes)
+    ax.step(t, frac, where="post", color="tab:green", label="share of hosts training")
+    dt = np.diff(t)
+    cum = np.concatenate([[0], np.cumsum(frac[:-1] * dt)]) / np.maximum(t, 1e-9)
+    ax.plot(t, cum, color="black", lw=1, label="cumulative (goodput bound)")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlim(0, duration)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("fraction")
+    ax.set_title("Training time: hosts whose workers run (an upper bound on goodput)")
+    ax.legend(fontsize=8, loc="lower right")
+    return _png(fig)
+
+
+FIGURES = {
+    "timeline": "Timeline of hosts and rounds",
+    "latency": "Rendezvous latency distribution",
+    "store_load": "Store operations over time",
+    "shards": "Shards moved per round",
+    "goodput": "Training time (goodput bound)",
+}
+
+
+def all_figures(tables: dict, duration: float, nodes: int) -> dict[str, bytes]:
+    ev, rounds = tables["events"], tables["rounds"]
+    return {
+        "timeline": timeline(ev, rounds, duration, nodes),
+        "latency": latency(ev),
+        "store_load": store_load(tables.get("store_load"), duration),
+        "shards": shards(rounds),
+        "goodput": goodput(ev, duration, nodes),
+    }
