@@ -148,11 +148,11 @@ class HrwProtocol(Protocol):
                     found.append(i)
             present = found
         texts = yield MultiGet(tuple(slots[i - 1] for i in present))
-        infos = {}
+        newest: dict[str, tuple[int, NodeInfo]] = {}
         for i, t in zip(present, texts):      # a host that rejoined after a crash: newest slot wins
             info = NodeInfo.decode(t)
-            infos = {j: x for j, x in infos.items() if x.name != info.name}
-            infos[i] = info
+            newest[info.name] = (i, info)
+        infos = dict(sorted(newest.values(), key=lambda x: x[0]))
         names = [info.name for info in infos.values()]
         out = []
         if len(infos) < cfg.min_nodes:

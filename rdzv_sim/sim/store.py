@@ -42,7 +42,7 @@ class StoreServer:
         self.service = service
         self.queue = simpy.Resource(env, capacity=1)
         self.data: dict[str, str] = {}
-        self.waiters: dict[str, list] = {}       # key -> [(event, keys)]
+        self.waiters: dict[str, dict] = {}       # key -> {event: keys} (insertion-ordered)
         self.change_waiters: dict[str, list] = {}   # key -> [(event, value it must differ from)]
         self.background: dict[str, tuple[float, int]] = {}   # source -> (ops/s, bytes per op)
         self.max_utilization = 0.0
@@ -54,7 +54,7 @@ class StoreServer:
     def crash(self) -> None:
         self.alive = False
         err = StoreError("store connection lost: the store's host is down")
-        for lst in [*self.waiters.values(), *self.change_waiters.values()]:
+        for lst in [*(d.items() for d in self.waiters.values()), *self.change_waiters.values()]:
             for ev, _ in lst:
                 if not ev.triggered:
                     ev.fail(err)
@@ -94,21 +94,21 @@ class StoreServer:
 
     def park(self, keys) -> simpy.Event:
         ev = self.env.event()
-        entry = (ev, tuple(keys))
+        keys = tuple(keys)
         for k in self.missing(keys):
-            self.waiters.setdefault(k, []).append(entry)
+            self.waiters.setdefault(k, {})[ev] = keys
         return ev
 
     def unpark(self, ev: simpy.Event, keys) -> None:
         for k in keys:
-            lst = [e for e in self.waiters.get(k, ()) if e[0] is not ev]
-            if lst:
-                self.waiters[k] = lst
-            else:
-                self.waiters.pop(k, None)
+            d = self.waiters.get(k)
+            if d is not None:
+                d.pop(ev, None)
+                if not d:
+                    del self.waiters[k]
 
     def _wrote(self, key: str) -> None:
-        for ev, keys in self.waiters.pop(key, ()):
+        for ev, keys in self.waiters.pop(key, {}).items():
             if not ev.triggered and not self.missing(keys):
                 ev.succeed()
         lst = self.change_waiters.get(key)
