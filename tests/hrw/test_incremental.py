@@ -47,3 +47,11 @@ def test_torch_cpu_matches_numpy():
         keys = np.arange(5000)
         assert np.array_equal(torch_path.owner_indexes(p, keys, "cpu", chunk=1 << 16),
                               p.owner_indexes(keys))
+
+
+def test_gpu_check_command_runs_without_a_gpu(capsys):
+    pytest.importorskip("torch")
+    from hrw import gpu_check
+    assert gpu_check.main(["--keys", "2000", "--nodes", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "identical=True" in out and "identical=False" not in out
