@@ -256,6 +256,8 @@ class SimRuntime:
             return None
         yield env.timeout(arrival - env.now)
         result = yield from self._serve(node, op, arrival, nbytes, deadline)
+        # the reply is lost while the client is cut off: it hangs until its deadline
+        yield from self._until_clear(node, max(deadline, env.now + self.cfg.op_timeout))
         yield env.timeout(self.net.latency(node.name))
         return result
 

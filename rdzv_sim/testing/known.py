@@ -36,7 +36,12 @@ _REUSED = ("the round number grows only when a complete round empties "
            f"memberships share one round number ({TORCH})")
 
 KNOWN: dict[str, list[Known]] = {
-    "static": [],
+    "static": [
+        Known("every_member_accounted",
+              "static rendezvous has no confirmation: a rank that set its key and then lost the "
+              "store (or died) is still a member; the others learn it in process-group init "
+              "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"),
+    ],
     "hrw": [],
     "c10d": [
         Known("every_member_accounted",
