@@ -76,6 +76,9 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             reasons = [*FAILURES, *(r for _, r in watch)]
             idx, value = yield FirstOf(*(Local(r) for r in FAILURES), *(op for op, _ in watch))
             reason = reasons[idx]
+            if isinstance(value, StoreTimeout):   # a watch hung (store paused, cut off): watch again
+                yield Sleep(cfg.retry_backoff)
+                continue
             if ":" not in reason or isinstance(value, BaseException):
                 break
             try:

@@ -19,6 +19,23 @@ from .runtime import RuntimeConfig, SimRuntime
 from .store import ServiceModel, StoreServer
 
 
+def protocol_for(sc: Scenario):
+    """The scenario's protocol object (shared by the simulated and the real runtime)."""
+    p = sc.protocol
+    return protocols.get(p.name)(ProtocolConfig(
+        run_id=p.run_id, min_nodes=sc.min_nodes, max_nodes=sc.max_nodes,
+        last_call_timeout=p.last_call_timeout, join_timeout=p.join_timeout,
+        confirm_timeout=p.confirm_timeout, close_grace=p.close_grace, hole_grace=p.hole_grace,
+        probe_interval=p.probe_interval, probe_timeout=p.probe_timeout,
+        keep_alive_interval=p.keep_alive_interval, keep_alive_max_attempt=p.keep_alive_max_attempt))
+
+
+def agent_config_for(sc: Scenario) -> AgentConfig:
+    a = sc.agent
+    return AgentConfig(max_restarts=a.max_restarts, monitor_interval=a.monitor_interval,
+                       retry_backoff=a.retry_backoff, max_rendezvous_attempts=a.max_rendezvous_attempts)
+
+
 def _count_events(env: simpy.Environment) -> list:
     """Wrap env.step to count processed events (SimPy keeps no counter of its own)."""
     counter = [0]
@@ -62,17 +79,8 @@ class Simulation:
             cpu_base=sc.cluster.cpu.base, cpu_per_byte=sc.cluster.cpu.per_byte,
             shared_cores=sc.cluster.cpu.shared_cores),
             rng=np.random.default_rng(seeds[3]))
-        p = sc.protocol
-        self.protocol = protocols.get(p.name)(ProtocolConfig(
-            run_id=p.run_id, min_nodes=sc.min_nodes, max_nodes=sc.max_nodes,
-            last_call_timeout=p.last_call_timeout, join_timeout=p.join_timeout,
-            confirm_timeout=p.confirm_timeout, close_grace=p.close_grace, hole_grace=p.hole_grace,
-            probe_interval=p.probe_interval, probe_timeout=p.probe_timeout,
-            keep_alive_interval=p.keep_alive_interval,
-            keep_alive_max_attempt=p.keep_alive_max_attempt))
-        self.agent_cfg = AgentConfig(max_restarts=a.max_restarts, monitor_interval=a.monitor_interval,
-                                     retry_backoff=a.retry_backoff,
-                                     max_rendezvous_attempts=a.max_rendezvous_attempts)
+        self.protocol = protocol_for(sc)
+        self.agent_cfg = agent_config_for(sc)
         self.hosts = hosts
         self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
                       for i, h in enumerate(hosts)}

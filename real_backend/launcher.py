@@ -1,0 +1,183 @@
+"""Run a scenario for real: one OS process per node on its own loopback address (127.0.0.2,
+127.0.0.3, ...), a TCPStore server in a process of its own, and the scenario's faults done
+to those processes (crash = SIGKILL, pause = SIGSTOP/SIGCONT, restart, slow join, store crash,
+worker failure). The result has the simulator's tables, so every report and check works on it.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from rdzv_sim.result import RunResult
+from rdzv_sim.scenario.load import load
+from rdzv_sim.trace import RunStats, events_table, rounds_table, summary_table
+
+from . import node as node_mod
+
+UNSUPPORTED = {"partition", "rack_failure", "clock_skew"}   # need the TCP proxy (issue 5)
+
+
+class RealRun:
+    def __init__(self, scenario, workdir: str | Path | None = None, host: str = "127.0.0.1",
+                 store_port: int | None = None):
+        self.sc = load(scenario)
+        bad = sorted({f.kind for f in self.sc.faults} & UNSUPPORTED)
+        if bad or self.sc.random_faults:
+            raise ValueError(f"the real launcher does not do {', '.join(bad) or 'random faults'} yet")
+        self.host = host
+        self.dir = Path(workdir or tempfile.mkdtemp(prefix="rdzv-real-"))
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.ctx = mp.get_context("spawn")
+        self.procs: dict[str, mp.Process] = {}
+        self.rows: list[tuple] = []
+        self.store_proc = None
+        self.port = store_port            # given: use that store (shared by several runs)
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def record(self, node, event, detail=None):
+        self.rows.append((self.now(), node, event, None, None, None,
+                          json.dumps(detail, sort_keys=True, separators=(",", ":")) if detail else ""))
+
+    # --- processes ---------------------------------------------------------------------
+    def start_store(self):
+        parent, child = self.ctx.Pipe()
+        self.store_proc = self.ctx.Process(target=node_mod.store_main, args=(child, self.host), daemon=True)
+        self.store_proc.start()
+        if not parent.poll(60):
+            raise RuntimeError("the store server did not start within 60 s")
+        self.port = parent.recv()
+
+    def name(self, i: int) -> str:
+        return f"node{i}"
+
+    def start_node(self, i: int, why: str):
+        name = self.name(i)
+        p = self.procs.get(name)
+        if p is not None and p.is_alive():
+            return
+        spec = {"scenario": self.sc.model_dump(mode="json"), "name": name, "index": i,
+                "addr": f"127.0.0.{i + 2}", "host": self.host, "port": self.port, "t0": self.t0,
+                "seed": self.sc.seed * 1000 + i, "events_path": str(self.dir / f"{name}.jsonl")}
+        self.record(name, "node_start", {"why": why})
+        p = self.ctx.Process(target=node_mod.main, args=(spec,), daemon=True)
+        p.start()
+        self.procs[name] = p
+
+    def crash(self, i: int, cause: str = "crash"):
+        name = self.name(i)
+        p = self.procs.get(name)
+        if p is None or not p.is_alive():
+            return
+        os.kill(p.pid, signal.SIGKILL)
+        p.join(5)
+        self.record(name, "fault_crash", {"cause": cause})
+        if self.sc.store.host == i:
+            self.crash_store("store_host_crash")
+
+    def crash_store(self, cause: str):
+        if self.store_proc is not None and self.store_proc.is_alive():
+            os.kill(self.store_proc.pid, signal.SIGKILL)
+            self.store_proc.join(5)
+            self.record("store", "fault_store_crash", {"cause": cause})
+
+    # --- the run -----------------------------------------------------------------------
+    def plan(self):
+        """(time, action) pairs in order: starts and faults."""
+        sc = self.sc
+        late = {f.node: f.delay for f in sc.faults if f.kind == "slow_join"}
+        first = sc.cluster.start_nodes if sc.cluster.start_nodes is not None else sc.cluster.nodes
+        steps = []
+        for i in range(sc.cluster.nodes):
+            if i in late:
+                steps.append((late[i], lambda i=i: self.start_node(i, "slow_join")))
+            elif i < first:
+                steps.append((0.0, lambda i=i: self.start_node(i, "start")))
+        for f in sc.faults:
+            k = f.kind
+            if k == "crash":
+                steps.append((f.at, lambda f=f: self.crash(f.node)))
+            elif k == "restart":
+                steps.append((f.at, lambda f=f: self.start_node(f.node, "restart")))
+            elif k == "store_crash":
+                steps.append((f.at, lambda: self.crash_store("store_crash")))
+            elif k == "store_pause":
+                steps.append((f.at, lambda f=f: self._store_sig(signal.SIGSTOP, "fault_store_pause",
+                                                                {"duration": f.duration})))
+                steps.append((f.at + f.duration, lambda: self._store_sig(signal.SIGCONT, "store_resumed")))
+            elif k == "worker_failure":
+                steps.append((f.at, lambda f=f: self._usr1(f.node)))
+            elif k == "pause":
+                steps.append((f.at, lambda f=f: self._sig(f.node, signal.SIGSTOP, "fault_pause",
+                                                          {"duration": f.duration})))
+                steps.append((f.at + f.duration, lambda f=f: self._sig(f.node, signal.SIGCONT, "node_resumed")))
+        return sorted(steps, key=lambda s: s[0])
+
+    def _sig(self, i, sig, event, detail=None):
+        p = self.procs.get(self.name(i))
+        if p is not None and p.is_alive():
+            os.kill(p.pid, sig)
+            self.record(self.name(i), event, detail)
+
+    def _store_sig(self, sig, event, detail=None):
+        if self.store_proc is not None and self.store_proc.is_alive():
+            os.kill(self.store_proc.pid, sig)
+            self.record("store", event, detail)
+
+    def _usr1(self, i):
+        self._sig(i, signal.SIGUSR1, "fault_worker_failure")
+
+    def run(self) -> RunResult:
+        self.t0 = time.monotonic()
+        if self.port is None:
+            self.start_store()
+        t_start = time.perf_counter()
+        try:
+            for at, action in self.plan():
+                delay = at - self.now()
+                if delay > 0:
+                    time.sleep(delay)
+                action()
+            remaining = self.sc.duration - self.now()
+            end = time.monotonic() + max(0.0, remaining)
+            while time.monotonic() < end and any(p.is_alive() for p in self.procs.values()):
+                time.sleep(0.1)
+        finally:
+            for p in self.procs.values():
+                if p.is_alive():
+                    os.kill(p.pid, signal.SIGCONT)
+                    p.kill()
+                    p.join(5)
+            if self.store_proc is not None and self.store_proc.is_alive():
+                os.kill(self.store_proc.pid, signal.SIGCONT)
+                self.store_proc.kill()
+                self.store_proc.join(5)
+        return self.tables(time.perf_counter() - t_start)
+
+    def tables(self, wall: float) -> RunResult:
+        rows = list(self.rows)
+        for f in sorted(self.dir.glob("node*.jsonl")):
+            for line in f.read_text().splitlines():
+                try:
+                    d = json.loads(line)
+                except json.JSONDecodeError:
+                    continue                      # a line cut short by SIGKILL
+                rows.append((d["t"], d["node"], d["event"], d["round"], d["rank"], d["world_size"],
+                             json.dumps(d["detail"], sort_keys=True, separators=(",", ":")) if d["detail"] else ""))
+        sc = self.sc
+        ev = events_table(rows, sc.name, sc.seed)
+        rounds = rounds_table(ev)
+        stats = RunStats(duration=sc.duration, protocol=sc.protocol.name, nodes=sc.cluster.nodes, wall_s=wall)
+        summary = summary_table(ev, rounds, stats, sc.name, sc.seed)
+        return RunResult(sc, ev, rounds, summary, None, wall)
+
+
+def run_real(scenario, workdir=None, store_port: int | None = None) -> RunResult:
+    """Run `scenario` with real processes and a real TCPStore; returns the trace tables."""
+    return RealRun(scenario, workdir, store_port=store_port).run()

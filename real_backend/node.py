@@ -1,0 +1,54 @@
+"""One real node: an OS process running the elastic agent over a real TCPStore.
+
+Started by the launcher with the `spawn` method; writes its trace events as JSON lines.
+SIGUSR1 means "your workers failed" (the launcher's worker_failure fault).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+
+def main(spec: dict) -> None:
+    from rdzv_sim.protocols.agent import elastic_agent
+    from rdzv_sim.protocols.base import NodeInfo
+    from rdzv_sim.scenario.load import load
+    from rdzv_sim.sim.simulation import agent_config_for, protocol_for
+
+    from .runtime import RealRuntime
+    from .workers import GlooWorkers
+
+    sc = load(spec["scenario"])
+    out = open(spec["events_path"], "a", buffering=1)
+
+    def emit(t, op):
+        out.write(json.dumps({"t": t, "node": spec["name"], "event": op.event, "round": op.round,
+                              "rank": op.rank, "world_size": op.world_size, "detail": op.detail}) + "\n")
+
+    rt = RealRuntime(spec["host"], spec["port"], emit, op_timeout=sc.store.op_timeout, t0=spec["t0"],
+                     seed=spec["seed"], workers=GlooWorkers(sc.protocol.run_id, sc.agent.collective_timeout))
+    signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))
+    info = NodeInfo(spec["name"], spec["addr"], 1, spec["index"], pid=os.getpid())
+    why = rt.drive(elastic_agent(info, protocol_for(sc), agent_config_for(sc)))
+    out.close()
+    os._exit(0 if why else 0)      # skip interpreter teardown: abandoned store threads may block
+
+
+def store_main(port_pipe, host: str) -> None:
+    """Host a TCPStore server (the launcher kills or pauses this process for store faults)."""
+    from datetime import timedelta
+    import time
+    import torch.distributed as dist
+    server = dist.TCPStore(host, 0, is_master=True, wait_for_workers=False,
+                           timeout=timedelta(seconds=300), use_libuv=True)
+    server.set("epoch", str(time.time()).encode())      # tells a restarted store from the old one
+    port_pipe.send(server.port)
+    port_pipe.close()
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))

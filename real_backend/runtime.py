@@ -1,0 +1,254 @@
+"""The real runtime: protocol operations executed on a `torch.distributed.TCPStore` client.
+
+Same generators as the simulator, real I/O. The runtime enforces its own deadlines, because a
+paused store (SIGSTOP) or a silent partition makes TCPStore calls hang far past their timeout:
+each call runs on a worker thread, and a call that outlives the deadline is abandoned together
+with its connection (a fresh one replaces it) and raises StoreTimeout into the protocol. A dead
+store raises StoreError. `FirstOf` store branches run on connections of their own (a blocking
+get holds its connection), waiting in 1 s slices so that a cancelled branch ends soon.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import threading
+import time
+from datetime import timedelta
+
+import numpy as np
+
+from rdzv_sim import ops as O
+
+SLICE = 1.0          # a FirstOf store branch re-checks its cancel flag this often
+
+
+class Signals:
+    """Local signals ("workers_failed", "peer_failed"), set from other threads."""
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._pending: set[str] = set()
+
+    def signal(self, name: str) -> None:
+        with self._cv:
+            self._pending.add(name)
+            self._cv.notify_all()
+
+    def take(self, name: str) -> bool:
+        with self._cv:
+            if name in self._pending:
+                self._pending.discard(name)
+                return True
+            return False
+
+    def clear(self) -> None:
+        with self._cv:
+            self._pending.clear()
+
+
+def _is_timeout(e: Exception) -> bool:
+    return isinstance(e, TimeoutError) or "timeout" in str(e).lower() or "timed out" in str(e).lower()
+
+
+class RealRuntime:
+    def __init__(self, host: str, port: int, emit, *, op_timeout: float = 30.0, t0: float | None = None,
+                 seed: int = 0, workers=None, clock_skew: float = 0.0):
+        self.host, self.port, self.emit = host, port, emit
+        self.op_timeout = op_timeout
+        self.t0 = time.monotonic() if t0 is None else t0
+        self.rng = np.random.default_rng(seed)
+        self.signals = Signals()
+        self.workers = workers            # start/stop hooks (process group, training thread)
+        self.clock_skew = clock_skew
+        self.pool = cf.ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
+        self.store = None                 # connected on first use, so a failure reaches the protocol
+        self._spare: list = []            # idle second connections for FirstOf branches
+        self._spare_lock = threading.Lock()
+
+    # --- connections -------------------------------------------------------------------
+    def _connect(self):
+        """A new client connection, within our own deadline (a paused store hangs the handshake)."""
+        import torch.distributed as dist
+
+        def make():
+            return dist.TCPStore(self.host, self.port, is_master=False, wait_for_workers=False,
+                                 timeout=timedelta(seconds=self.op_timeout), use_libuv=True)
+        fut = self.pool.submit(make)
+        try:
+            return fut.result(timeout=self.op_timeout + 1.0)
+        except cf.TimeoutError:
+            raise O.StoreTimeout(f"connecting to the store at {self.host}:{self.port} hung past "
+                                 f"{self.op_timeout:g} s") from None
+        except Exception as e:  # noqa: BLE001 - torch raises several kinds
+            if _is_timeout(e):
+                raise O.StoreTimeout(f"cannot reach the store at {self.host}:{self.port}: {e}") from None
+            raise O.StoreError(f"cannot connect to the store at {self.host}:{self.port}: {e}") from None
+
+    def _call(self, fn, timeout: float | None = None):
+        """Run fn(store) with our own deadline; a hung call loses its connection."""
+        if self.store is None:
+            self.store = self._connect()
+        store = self.store
+        fut = self.pool.submit(fn, store)
+        try:
+            return fut.result(timeout=(timeout if timeout is not None else self.op_timeout) + 1.0)
+        except cf.TimeoutError:
+            self.store = None                     # abandon the hung connection; reconnect next time
+            raise O.StoreTimeout(f"store call hung past its {self.op_timeout:g} s deadline") from None
+        except (O.StoreTimeout, O.StoreError):
+            raise
+        except Exception as e:  # noqa: BLE001
+            if _is_timeout(e):
+                raise O.StoreTimeout(str(e)) from None
+            raise O.StoreError(f"store call failed: {e}") from None
+
+    # --- driving a generator -----------------------------------------------------------
+    def drive(self, gen):
+        value, exc = None, None
+        while True:
+            try:
+                op = gen.throw(exc) if exc is not None else gen.send(value)
+            except StopIteration as stop:
+                return stop.value
+            value, exc = None, None
+            try:
+                value = self.execute(op)
+            except (O.StoreTimeout, O.StoreError) as e:
+                exc = e
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def execute(self, op):
+        t = type(op)
+        if t is O.Now:
+            return self.now()
+        if t is O.WallClock:
+            return time.time() + self.clock_skew
+        if t is O.Emit:
+            self.emit(self.now(), op)
+            return None
+        if t is O.Sleep:
+            time.sleep(max(0.0, op.seconds))
+            return None
+        if t is O.Random:
+            return float(self.rng.random())
+        if t is O.Work:
+            return None                       # real CPU is spent for real
+        if t is O.FirstOf:
+            return self.first_of(op)
+        if t is O.StartWorkers:
+            self.signals.clear()
+            if self.workers is not None:
+                self.workers.start(op, self)
+            return None
+        if t is O.StopWorkers:
+            if self.workers is not None:
+                self.workers.stop()
+            return None
+        if t in O.STORE_OPS:
+            return self.store_op(op)
+        raise NotImplementedError(
+            f"{op!r} has no real-runtime implementation (c10d runs as torch's own handler for real)")
+
+    def store_op(self, op, timeout: float | None = None):
+        t = type(op)
+        if t is O.Set:
+            return self._call(lambda s: s.set(op.key, op.value.encode()))
+        if t is O.Get:
+            wait = op.timeout if op.timeout is not None else self.op_timeout
+
+            def get(s):
+                s.wait([op.key], timedelta(seconds=wait))
+                return s.get(op.key).decode()
+            return self._call(get, wait)
+        if t is O.Add:
+            return int(self._call(lambda s: s.add(op.key, op.amount)))
+        if t is O.CompareSet:
+            return self._call(lambda s: s.compare_set(op.key, op.expected.encode(),
+                                                      op.desired.encode())).decode()
+        if t is O.Wait:
+            wait = op.timeout if op.timeout is not None else self.op_timeout
+            return self._call(lambda s: s.wait(list(op.keys), timedelta(seconds=wait)), wait)
+        if t is O.Check:
+            return bool(self._call(lambda s: s.check(list(op.keys))))
+        if t is O.MultiGet:
+            wait = op.timeout if op.timeout is not None else self.op_timeout
+
+            def mget(s):
+                s.wait(list(op.keys), timedelta(seconds=wait))
+                return [b.decode() for b in s.multi_get(list(op.keys))]
+            return self._call(mget, wait)
+        if t is O.MultiSet:
+            keys = [k for k, _ in op.items]
+            vals = [v.encode() for _, v in op.items]
+            return self._call(lambda s: s.multi_set(keys, vals))
+        if t is O.Delete:
+            return bool(self._call(lambda s: s.delete_key(op.key)))
+        raise TypeError(f"not a store operation: {op!r}")
+
+    # --- FirstOf -------------------------------------------------------------------------
+    def _branch(self, op, cancel: threading.Event):
+        """A blocking read on a connection of its own, in slices, until done or cancelled."""
+        store = None
+        try:
+            with self._spare_lock:
+                store = self._spare.pop() if self._spare else None
+            if store is None:
+                store = self._call(lambda s: s.clone())
+            keys = [op.key] if isinstance(op, O.Get) else list(op.keys)
+            limit = op.timeout if op.timeout is not None else self.op_timeout
+            start = time.monotonic()
+            while not cancel.is_set():
+                try:
+                    store.wait(keys, timedelta(seconds=SLICE))
+                    break
+                except Exception as e:  # noqa: BLE001
+                    if not _is_timeout(e):
+                        raise O.StoreError(f"store connection lost: {e}") from None
+                    if time.monotonic() - start > limit:
+                        raise O.StoreTimeout(f"wait for {keys[0]!r} timed out after {limit:g} s") from None
+            if cancel.is_set():
+                value = None
+            elif isinstance(op, O.Get):
+                value = store.get(op.key).decode()
+            elif isinstance(op, O.MultiGet):
+                value = [b.decode() for b in store.multi_get(keys)]
+            else:
+                value = None
+            with self._spare_lock:              # healthy: keep the connection for the next branch
+                self._spare.append(store)
+            return value
+        except (O.StoreTimeout, O.StoreError) as e:
+            return e
+        except Exception as e:  # noqa: BLE001
+            return O.StoreError(str(e))
+
+    def first_of(self, op: O.FirstOf):
+        cancel = threading.Event()
+        futures, deadline, locals_ = {}, None, {}
+        for i, br in enumerate(op.branches):
+            t = type(br)
+            if t is O.Sleep:
+                d = time.monotonic() + br.seconds
+                deadline = d if deadline is None else min(deadline, d)
+                locals_[i] = ("sleep", d)
+            elif t is O.Local:
+                locals_[i] = ("local", br.name)
+            elif t in (O.Get, O.Wait, O.MultiGet):
+                futures[i] = self.pool.submit(self._branch, br, cancel)
+            else:
+                raise TypeError(f"FirstOf cannot wait on {br!r} in the real runtime")
+        try:
+            while True:
+                for i in range(len(op.branches)):       # earliest branch wins a tie
+                    if i in futures and futures[i].done():
+                        return i, futures[i].result()
+                    kind = locals_.get(i)
+                    if kind and kind[0] == "local" and self.signals.take(kind[1]):
+                        return i, None
+                    if kind and kind[0] == "sleep" and time.monotonic() >= kind[1]:
+                        return i, None
+                wait = 0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic()))
+                cf.wait(list(futures.values()), timeout=wait, return_when=cf.FIRST_COMPLETED)
+        finally:
+            cancel.set()
