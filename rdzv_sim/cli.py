@@ -127,6 +127,38 @@ def _compare(scenario, out, seed, set_, protocols, report=True):
     out_console.print(f"tables: {base}/<protocol>/ and {base}/compare.csv", highlight=False)
 
 
+@app.command()
+def validate(
+    scenario: str = typer.Argument(..., help="A bundled scenario name or a YAML file."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Default: reports/validation/<name>."),
+    set_: List[str] = typer.Option([], "--set", help="Override a field: key.path=value (repeatable)."),
+):
+    """Simulate the scenario and run it for real (processes, TCPStore, gloo), then compare."""
+    from .scenario.load import ScenarioError, load
+    try:
+        sc = load(scenario, set_)
+    except ScenarioError as e:
+        _fail(e.messages)
+    try:
+        from real_backend.validate import validate as do_validate
+    except ImportError as e:
+        _fail([f"validate needs the real backend and torch (pip install 'rdzv-sim[real]'): {e}"], 1)
+    target = out or Path("reports/validation") / sc.name
+    try:
+        verdict = do_validate(sc, target)
+    except ValueError as e:
+        _fail([str(e)])
+    t = Table(title=f"{sc.name}: simulated vs real", header_style="bold")
+    t.add_column("check")
+    t.add_column("value", justify="right")
+    for k, v in verdict.items():
+        t.add_row(k, _fmt(v))
+    out_console.print(t)
+    out_console.print(f"report: {target}/validation.md", highlight=False)
+    if not verdict["passed"]:
+        raise typer.Exit(1)
+
+
 @app.command("report")
 def report_cmd(directory: Path = typer.Argument(..., help="A run's output folder (its saved tables)."),
                out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write (default: the folder).")):

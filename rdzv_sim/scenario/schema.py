@@ -62,6 +62,10 @@ class Agent(Strict):
     max_restarts: Annotated[int, Field(ge=0)] = 3
     monitor_interval: PositiveFloat = 5.0
     collective_timeout: PositiveFloat = 60.0
+    # when a peer's *process* dies (crash = SIGKILL) its host's kernel resets the connections and
+    # the survivors' collectives fail within about this long (gloo: ~0.3 s); None: they hang until
+    # the collective timeout, as when a whole host vanishes (rack failures always do)
+    peer_crash_detection: PositiveFloat | None = None
     worker_start: NonNegativeFloat = 5.0
     worker_start_per_node: NonNegativeFloat = 0.0
     retry_backoff: NonNegativeFloat = 1.0

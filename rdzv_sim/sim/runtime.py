@@ -142,17 +142,17 @@ class SimRuntime:
             return (yield from self.store_call(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
 
-    def peers_notice(self, rnd, culprits: set) -> None:
-        """The collectives of round `rnd` fail for everyone but `culprits`, after the
-        collective timeout (a hung NCCL/gloo call), unless they have left the round by then."""
+    def peers_notice(self, rnd, culprits: set, delay: float | None = None) -> None:
+        """The collectives of round `rnd` fail for everyone but `culprits` after `delay`
+        (default: the collective timeout, a hung NCCL/gloo call), unless they left by then."""
         if rnd is None:
             return
         targets = [n for n in self.nodes.values() if n.running_round == rnd and n.name not in culprits]
         if targets:
-            self.env.process(self._notify(targets, rnd))
+            self.env.process(self._notify(targets, rnd, self.cfg.collective_timeout if delay is None else delay))
 
-    def _notify(self, targets, rnd):
-        yield self.env.timeout(self.cfg.collective_timeout)
+    def _notify(self, targets, rnd, delay):
+        yield self.env.timeout(delay)
         for n in targets:
             if n.alive and n.running_round == rnd:
                 n.signal("peer_failed")

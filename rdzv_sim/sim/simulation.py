@@ -139,7 +139,9 @@ class Simulation:
         self.runtime.node_died(node)
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")
-        self.runtime.peers_notice(node.running_round, {node.name})
+        # a killed process's connections are reset at once; a vanished host's are not
+        fast = self.sc.agent.peer_crash_detection if cause == "crash" else None
+        self.runtime.peers_notice(node.running_round, {node.name}, fast)
         node.running_round = None
         if node.name == self.store.host:
             self.crash_store("store_host_crash")

@@ -87,3 +87,10 @@ def test_two_run_ids_on_one_store_stay_apart():
         r = results[rid]
         assert r.rounds.nnodes.tolist() == [2] and r.rounds.consistent.all()
         assert set(r.rounds.members) == {"node0,node1"}
+
+
+def test_validate_sim_and_real_agree_on_members_and_ranks(tmp_path):
+    from real_backend.validate import validate
+    verdict = validate("validate-small", tmp_path)
+    assert verdict["same_round_count"] and verdict["same_members_and_ranks"], verdict
+    assert (tmp_path / "validation.md").exists() and (tmp_path / "latency_comparison.csv").exists()
