@@ -6,9 +6,10 @@ lives in the store so that a restart (all nodes re-entering) uses fresh keys.
 """
 from __future__ import annotations
 
-from ..ops import Check, CompareSet, Emit, Get, MultiGet, Now, Set, Wait
-from ..ops import StoreTimeout
+from ..ops import Check, CompareSet, Emit, FirstOf, Get, MultiGet, Now, Set, Sleep, Wait
 from .base import NodeInfo, Protocol, RendezvousTimeout, RoundResult, digest
+
+INF = float("inf")
 
 
 class StaticProtocol(Protocol):
@@ -17,8 +18,10 @@ class StaticProtocol(Protocol):
     def _k(self, rnd: int, name: str) -> str:
         return f"{self.prefix}r{rnd}/{name}"
 
-    def rendezvous(self, node: NodeInfo):
+    def rendezvous(self, node: NodeInfo, deadline: float | None = None):
         n = self.cfg.max_nodes
+        if deadline is None:
+            deadline = (yield Now()) + self.cfg.join_timeout
         if not 0 <= node.index < n:
             raise ValueError(f"static rendezvous: node index {node.index} outside world of {n}")
         while True:
@@ -31,11 +34,17 @@ class StaticProtocol(Protocol):
         yield Set(self._k(rnd, f"rank{node.index}"), node.encode())
         yield Emit("confirmed", round=rnd, rank=node.index)
         keys = tuple(self._k(rnd, f"rank{i}") for i in range(n))
-        try:
-            yield Wait(keys, timeout=self.cfg.join_timeout)
-        except StoreTimeout:
+        # wait for every rank, unless a restarted rank ends this world first (then start anew)
+        now = yield Now()
+        idx, value = yield FirstOf(Wait(keys, timeout=INF), Get(self._k(rnd, "end"), timeout=INF),
+                                   Sleep(max(0.0, deadline - now)))
+        if isinstance(value, BaseException):
+            raise value
+        if idx == 1:
+            return (yield from self.rendezvous(node, deadline))
+        if idx == 2:
             raise RendezvousTimeout(f"static rendezvous: not all {n} ranks arrived in "
-                                    f"{self.cfg.join_timeout:g} s") from None
+                                    f"{self.cfg.join_timeout:g} s")
         infos = [NodeInfo.decode(t) for t in (yield MultiGet(keys))]
         world = sum(i.nproc for i in infos)
         first = sum(i.nproc for i in infos[: node.index])

@@ -187,9 +187,12 @@ class SimRuntime:
                 self.store.set_background(f"hb:{d}", 0.0)
 
     def node_died(self, node: SimNode) -> None:
-        """A crashed host stops beating and polling."""
+        """A crashed host stops beating and polling, and never completes a process-group init."""
         self._stop_heartbeats(node)
         self.store.set_background(f"poll:{node.name}", 0.0)
+        for names, done in self.pg_init.values():
+            if not done.triggered:
+                names.discard(node.name)
 
     def _changed(self, node: SimNode, op: O.Changed):
         store, env = self.store, self.env
