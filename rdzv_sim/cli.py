@@ -128,6 +128,52 @@ def _compare(scenario, out, seed, set_, protocols, report=True):
 
 
 @app.command()
+def sweep(
+    scenario: str = typer.Argument(..., help="A bundled scenario name or a YAML file."),
+    grid: List[str] = typer.Option([], "--grid", help="key.path=v1,v2,... (repeatable; the cartesian product runs)."),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Seeds per grid point (scenario seed, +1, ...)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Default: runs/<name>-sweep."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Local processes (default: all cores)."),
+    dask: Optional[str] = typer.Option(None, "--dask", help="Run on this Dask scheduler (tcp://host:8786)."),
+):
+    """Run a grid of parameters x seeds in parallel; one table with a row per run, and a report."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from .report.sweep_report import build_sweep
+    from .scenario.load import ScenarioError, load
+    from .sweep import parse_grid, sweep as do_sweep
+    try:
+        sc = load(scenario)
+        g = parse_grid(grid)
+    except ScenarioError as e:
+        _fail(e.messages)
+    except ValueError as e:
+        _fail([str(e)])
+    if not g:
+        _fail(["give at least one --grid key.path=v1,v2,..."])
+    target = out or Path(f"runs/{sc.name}-sweep")
+    try:
+        with Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err_console, disable=not sys.stderr.isatty()) as bar:
+            task = bar.add_task("runs", total=None)
+            df = do_sweep(sc, g, seeds, workers, dask,
+                          progress=lambda n, total: bar.update(task, completed=n, total=total))
+    except ScenarioError as e:
+        _fail([f"a grid value is invalid: {m}" for m in e.messages])
+    target.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(target / "sweep.parquet", index=False)
+    df.to_csv(target / "sweep.csv", index=False)
+    paths = build_sweep(df, list(g), target, f"{sc.name}: sweep")
+    t = Table(title=f"{sc.name}: {len(df)} runs", header_style="bold")
+    cols = [*g, "seed", "rounds_completed", "rdzv_latency_p50", "store_ops", "running_fraction"]
+    for c in cols:
+        t.add_column(c, justify="right")
+    for row in df[cols].head(40).itertuples(index=False):
+        t.add_row(*(_fmt(v) for v in row))
+    out_console.print(t)
+    out_console.print(f"table: {target}/sweep.parquet, report: {paths['html']}", highlight=False)
+
+
+@app.command()
 def validate(
     scenario: str = typer.Argument(..., help="A bundled scenario name or a YAML file."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Default: reports/validation/<name>."),

@@ -104,20 +104,20 @@ def _pct(values, q) -> float:
 
 
 def running_fraction(events: pd.DataFrame, duration: float) -> float:
-    """Share of the run during which some round's workers were up (a goodput upper bound)."""
-    ws = events[events["event"].isin(["workers_started", "round_left", "agent_exit", "fault_crash"])]
-    live: dict[str, bool] = {}
-    busy, last, count = 0.0, 0.0, 0
-    for t, node, ev in zip(ws["t"], ws["node"], ws["event"]):
-        if count > 0:
-            busy += t - last
-        last = t
-        up = ev == "workers_started"
-        if live.get(node, False) != up:
-            count += 1 if up else -1
-            live[node] = up
-    if count > 0:
-        busy += max(0.0, duration - last)
+    """Share of the run during which a round trained: from its last member's workers starting
+    to its first member leaving, crashing or exiting (a hung collective trains nothing).
+    An upper bound on goodput."""
+    ev = events
+    started = ev[ev["event"] == "workers_started"]
+    busy = 0.0
+    for rnd, g in started.groupby("round"):
+        members = set(g["node"])
+        t0 = float(g["t"].max())
+        stop = ev[(ev["node"].isin(members)) & (ev["t"] >= t0)
+                  & (((ev["event"] == "round_left") & (ev["round"] == rnd))
+                     | ev["event"].isin(["fault_crash", "agent_exit", "fault_pause"]))]
+        t1 = float(stop["t"].min()) if len(stop) else duration
+        busy += max(0.0, min(t1, duration) - t0)
     return busy / duration if duration > 0 else math.nan
 
 

@@ -84,6 +84,15 @@ def validate(scenario, out: str | Path) -> dict:
               "compare per-round latencies and memberships, not absolute times. The simulator's "
               "store and network parameters are its defaults unless the scenario sets them "
               "(calibration from this host: not built yet).", ""]
+    from rdzv_sim.report.figures import overlay
+    (out / "figures").mkdir(exist_ok=True)
+    (out / "figures" / "overlay.png").write_bytes(overlay({"simulated": sim.events, "real": real.events},
+                                                          sc.duration))
+    lines += ["## Timelines", "", "![simulated and real timelines](figures/overlay.png)", ""]
     (out / "validation.md").write_text("\n".join(lines))
+    from rdzv_sim.report import build
+    for name, res in (("sim", sim), ("real", real)):
+        build({"events": res.events, "rounds": res.rounds, "summary": res.summary,
+               "store_load": res.store_load}, sc.model_dump(mode="json"), out / name)
     (out / "verdict.json").write_text(json.dumps(verdict, indent=1) + "\n")
     return verdict

@@ -190,3 +190,49 @@ def all_figures(tables: dict, duration: float, nodes: int) -> dict[str, bytes]:
         "shards": shards(rounds),
         "goodput": goodput(ev, duration, nodes),
     }
+
+
+def overlay(runs: dict[str, pd.DataFrame], duration: float) -> bytes:
+    """Hosts running a round over time, one line per trace (e.g. simulated and real)."""
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    for (label, ev), colour in zip(runs.items(), ("tab:blue", "tab:red", "tab:green")):
+        _, run = intervals(ev, duration)
+        t, c = _count_over_time(run, duration)
+        ax.step(t, c, where="post", color=colour, label=f"{label}: hosts running a round")
+        done = ev[ev["event"] == "rank_assigned"].groupby("round")["t"].max()
+        ax.scatter(done.values, np.zeros(len(done)) - 0.15, marker="^", color=colour, s=25)
+    ax.set_xlim(0, duration)
+    ax.set_xlabel("time (s)  (triangles: rounds complete)")
+    ax.set_ylabel("hosts")
+    ax.set_title("Simulated and real timelines, overlaid")
+    ax.legend(fontsize=8, loc="lower right")
+    return _png(fig)
+
+
+SWEEP_METRICS = ["rdzv_latency_p50", "rdzv_latency_p99", "round_latency_p50", "store_ops",
+                 "store_bytes", "running_fraction"]
+
+
+def sweep_metric(df: pd.DataFrame, keys: list[str], metric: str) -> bytes:
+    """`metric` against the first grid key; one line per combination of the others (mean and
+    range over seeds)."""
+    fig, ax = plt.subplots(figsize=(7, 3))
+    x = keys[0]
+    groups = df.groupby(keys[1:], sort=True) if len(keys) > 1 else [((), df)]
+    for label, g in groups:
+        agg = g.groupby(x, sort=False)[metric].agg(["mean", "min", "max"])
+        try:
+            order = sorted(agg.index, key=float)
+        except ValueError:
+            order = list(agg.index)
+        agg = agg.loc[order]
+        xs = [str(v) for v in agg.index]
+        name = ", ".join(f"{k}={v}" for k, v in zip(keys[1:], label if isinstance(label, tuple) else (label,)))
+        ax.errorbar(xs, agg["mean"], yerr=[agg["mean"] - agg["min"], agg["max"] - agg["mean"]],
+                    marker="o", capsize=3, label=name or metric)
+    ax.set_xlabel(x)
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} against {x} (mean, range over seeds)")
+    if len(keys) > 1:
+        ax.legend(fontsize=7)
+    return _png(fig)
