@@ -26,6 +26,8 @@ bench: $(STAMP)
 
 reports: $(STAMP)
 	$(BIN)/python -m rdzv_sim.report.bundled reports/scenarios
+	$(BIN)/rdzv-sim calibrate --out reports/calibration.yaml
+	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

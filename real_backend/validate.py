@@ -65,7 +65,7 @@ def validate(scenario, out: str | Path) -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sim = run_sim(sc)
-    real = run_real(sc, out / "real-work")
+    real = run_real(sc)                       # node logs go to a temporary folder
     sim.save(out / "sim")
     real.save(out / "real")
     table, verdict = compare(sim, real)
@@ -82,8 +82,8 @@ def validate(scenario, out: str | Path) -> dict:
               _markdown(table) if len(table) else "(no common rounds)", "",
               "The real processes start in a few seconds (torch import), the simulated ones at once: "
               "compare per-round latencies and memberships, not absolute times. The simulator's "
-              "store and network parameters are its defaults unless the scenario sets them "
-              "(calibration from this host: not built yet).", ""]
+              "store, network and start-up parameters come from `rdzv-sim calibrate` when given "
+              "(`--calibration`), else from the scenario's defaults.", ""]
     from rdzv_sim.report.figures import overlay
     (out / "figures").mkdir(exist_ok=True)
     (out / "figures" / "overlay.png").write_bytes(overlay({"simulated": sim.events, "real": real.events},

@@ -96,6 +96,7 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None) -> 
             raise ScenarioError([f"{where}: not valid YAML: {getattr(e, 'problem', e)}"]) from None
         if not isinstance(data, dict):
             raise ScenarioError([f"{label}: a scenario is a YAML mapping (name:, duration:, cluster:, ...)"])
+    data = _with_includes(data, label)
     for item in overrides:
         if "=" not in item:
             raise ScenarioError([f"--set {item!r}: expected key.path=value"])
@@ -111,6 +112,36 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None) -> 
     if found:
         raise ScenarioError([_message(label, root, path, msg) for path, msg in found])
     return sc
+
+
+def _merge(base: dict, top: dict) -> dict:
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _with_includes(data: dict, label: str) -> dict:
+    """Merge the files named by `include:` underneath the scenario (the scenario wins)."""
+    inc = data.get("include") or []
+    if isinstance(inc, str):
+        inc = [inc]
+    if not isinstance(inc, list):
+        raise ScenarioError([f"{label}: include: a file name or a list of them"])
+    here = Path(label).parent if Path(label).exists() else Path(".")
+    merged: dict = {}
+    for i, name in enumerate(inc):
+        path = Path(name) if Path(name).is_absolute() else here / name
+        try:
+            part = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as e:
+            raise ScenarioError([f"{label}: include[{i}]: cannot read {path}: {e}"]) from None
+        if not isinstance(part, dict):
+            raise ScenarioError([f"{label}: include[{i}]: {path} is not a YAML mapping"])
+        merged = _merge(merged, part)
+    out = _merge(merged, {k: v for k, v in data.items() if k != "include"})
+    out["include"] = []                      # merged now: a reload must not merge again
+    return out
 
 
 def _message(label, root, loc, msg) -> str:

@@ -70,6 +70,7 @@ class Agent(Strict):
     worker_start_per_node: NonNegativeFloat = 0.0
     retry_backoff: NonNegativeFloat = 1.0
     max_rendezvous_attempts: PositiveInt = 20   # failed or timed-out rounds in a row before exit
+    process_start: NonNegativeFloat = 0.0       # agent process start-up (imports) before it joins
 
 
 class Shards(Strict):
@@ -161,6 +162,7 @@ class NodeFailures(Strict):
 
 
 class Scenario(Strict):
+    include: list[str] = []                      # YAML files merged underneath (e.g. a calibration)
     name: str
     description: str = ""
     seed: Annotated[int, Field(ge=0)] = 0

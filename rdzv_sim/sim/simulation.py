@@ -128,7 +128,17 @@ class Simulation:
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
         info = replace(node.info, pid=1000 + node.incarnation)     # a new agent process
         gen = elastic_agent(info, self.protocol, self.agent_cfg)
-        node.process = self.env.process(self.runtime.drive(node, gen, node.incarnation))
+        node.process = self.env.process(self._boot(node, gen, node.incarnation))
+
+    def _boot(self, node: SimNode, gen, incarnation: int):
+        """The agent process starts (imports, connects), then runs the agent."""
+        if self.sc.agent.process_start > 0:
+            try:
+                yield self.env.timeout(self.sc.agent.process_start)
+            except simpy.Interrupt:
+                gen.close()
+                return "killed"
+        return (yield from self.runtime.drive(node, gen, incarnation))
 
     def crash(self, node: SimNode, cause: str) -> None:
         if not node.alive:

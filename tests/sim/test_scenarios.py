@@ -119,3 +119,18 @@ def test_every_bundled_scenario_runs(name):
     assert len(r.events) > 0
     if name not in ("static-missing-rank",):
         assert len(r.rounds) >= 1 and r.rounds["consistent"].all()
+
+
+def test_include_merges_a_calibration_underneath(tmp_path):
+    from rdzv_sim.scenario import ScenarioError, load
+    (tmp_path / "calib.yaml").write_text("store: {service_base: 0.5e-3}\nagent: {process_start: 2.5}\n")
+    (tmp_path / "sc.yaml").write_text("include: [calib.yaml]\nname: x\nduration: 50\n"
+                                      "cluster: {nodes: 2}\nagent: {process_start: 1.0}\n")
+    sc = load(tmp_path / "sc.yaml")
+    assert sc.store.service_base == 0.5e-3 and sc.agent.process_start == 1.0   # the scenario wins
+    r = rdzv_sim.run(sc)
+    first = r.events[r.events.event == "rendezvous_start"].t.min()
+    assert first >= 1.0                                          # agents boot before they join
+    (tmp_path / "bad.yaml").write_text("include: [missing.yaml]\nname: x\nduration: 5\ncluster: {nodes: 1}\n")
+    with pytest.raises(ScenarioError, match="include"):
+        load(tmp_path / "bad.yaml")

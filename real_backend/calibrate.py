@@ -1,0 +1,75 @@
+"""`rdzv-sim calibrate`: measure this host's real TCPStore and agent start-up, and write them
+as a scenario fragment that scenarios `include:`.
+
+Store: the round-trip time of get/set/add/compare_set over loopback for payloads of 16 B to
+64 KB (median of many calls), fitted as rtt = 2 * link + base + per_byte * bytes. The split of
+the fixed part between the network (link) and the server (base) cannot be seen from one host:
+we give the link a quarter of it (documented in the output). Start-up: the time from spawning
+a node process to its first store operation (Python, torch and rdzv_sim imports).
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import statistics
+import time
+from datetime import timedelta
+
+import numpy as np
+
+
+def _first_op(port, t_spawn, q):
+    import torch.distributed as dist  # noqa: F401 - the import is what we time
+    import rdzv_sim.protocols.agent  # noqa: F401
+    s = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False,
+                      timeout=timedelta(seconds=30), use_libuv=True)
+    s.set("started", b"1")
+    q.put(time.monotonic() - t_spawn)
+
+
+def measure(reps: int = 200) -> dict:
+    import torch.distributed as dist
+    server = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                           timeout=timedelta(seconds=30), use_libuv=True)
+    from rdzv_sim import ops as O
+    from .runtime import RealRuntime
+    # measured through the real runtime, so its own overhead (deadline threads) is included
+    rt = RealRuntime("127.0.0.1", server.port, lambda t, op: None, op_timeout=30)
+    sizes = [16, 1024, 16384, 65536]
+    rows = []
+    for size in sizes:
+        payload = "x" * size
+        rt.execute(O.Set(f"k{size}", payload))
+        for name, op in (("get", O.Get(f"k{size}")), ("set", O.Set(f"s{size}", payload)),
+                         ("compare_set", O.CompareSet(f"k{size}", payload, payload))):
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                rt.execute(op)
+                ts.append(time.perf_counter() - t0)
+            rows.append((name, size, statistics.median(ts)))
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        rt.execute(O.Add("counter", 1))
+        ts.append(time.perf_counter() - t0)
+    rows.append(("add", 8, statistics.median(ts)))
+    get = [(s, t) for op, s, t in rows if op == "get"]
+    per_byte, fixed = np.polyfit([s for s, _ in get], [t for _, t in get], 1)
+    ctx = mp.get_context("spawn")                   # three at once, as a launcher starts them
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_first_op, args=(server.port, time.monotonic(), q)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    starts = [q.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(30)
+    fixed = max(fixed, 1e-6)
+    return {"ops": rows, "fixed_s": float(fixed), "per_byte_s": float(max(per_byte, 0.0)),
+            "process_start_s": float(statistics.median(starts))}
+
+
+def fragment(m: dict) -> dict:
+    """The scenario fragment: what scenarios include."""
+    return {"cluster": {"topology": {"link_latency": m["fixed_s"] / 4, "jitter": 0.2}},
+            "store": {"service_base": m["fixed_s"] / 2, "service_per_byte": m["per_byte_s"]},
+            "agent": {"process_start": round(m["process_start_s"], 3)}}
