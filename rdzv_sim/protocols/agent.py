@@ -24,6 +24,14 @@ class AgentConfig:
     max_rendezvous_attempts: int = 20
 
 
+def _exit(reason: str, event: str | None = None, why: str = ""):
+    """Say why the agent stops (an event, then agent_exit); returns the reason."""
+    if event:
+        yield Emit(event, detail={"reason": why})
+    yield Emit("agent_exit", detail={"reason": reason})
+    return reason
+
+
 def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
     """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
     restarts = attempts = 0
@@ -36,29 +44,21 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             attempts += 1
             yield Emit("rendezvous_failed", detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
-                yield Emit("agent_exit", detail={"reason": "too_many_failed_rounds"})
-                return "too_many_failed_rounds"
+                return (yield from _exit("too_many_failed_rounds"))
             continue
         except RendezvousClosed as e:
-            yield Emit("rendezvous_closed", detail={"reason": str(e)})
-            yield Emit("agent_exit", detail={"reason": "rendezvous_closed"})
-            return "rendezvous_closed"
+            return (yield from _exit("rendezvous_closed", "rendezvous_closed", str(e)))
         except RendezvousTimeout as e:
-            yield Emit("rendezvous_timeout", detail={"reason": str(e)})
-            yield Emit("agent_exit", detail={"reason": "rendezvous_timeout"})
-            return "rendezvous_timeout"
+            return (yield from _exit("rendezvous_timeout", "rendezvous_timeout", str(e)))
         except StoreTimeout as e:
             attempts += 1
             yield Emit("store_timeout", detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
-                yield Emit("agent_exit", detail={"reason": "store_timeout"})
-                return "store_timeout"
+                return (yield from _exit("store_timeout"))
             yield Sleep(cfg.retry_backoff)
             continue
         except StoreError as e:
-            yield Emit("store_lost", detail={"reason": str(e)})
-            yield Emit("agent_exit", detail={"reason": "store_lost"})
-            return "store_lost"
+            return (yield from _exit("store_lost", "store_lost", str(e)))
         attempts = 0
         t_rank = yield Now()
         yield Emit("rank_assigned", round=result.round, rank=result.rank,
@@ -95,8 +95,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
-            yield Emit("agent_exit", detail={"reason": "store_lost"})
-            return "store_lost"
+            return (yield from _exit("store_lost"))
         if reason == "nodes_waiting":           # restart at the next monitor tick (a safe point)
             now = yield Now()
             yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
@@ -111,12 +110,9 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
                     yield from protocol.end_round(result, why, node)
                 break
             except StoreError as e:
-                yield Emit("store_lost", detail={"reason": str(e)})
-                yield Emit("agent_exit", detail={"reason": "store_lost"})
-                return "store_lost"
+                return (yield from _exit("store_lost", "store_lost", str(e)))
             except StoreTimeout as e:
                 yield Emit("store_timeout", detail={"reason": str(e)})
                 yield Sleep(cfg.retry_backoff)
         if why == "agent_failed":
-            yield Emit("agent_exit", detail={"reason": "max_restarts"})
-            return "max_restarts"
+            return (yield from _exit("max_restarts"))
