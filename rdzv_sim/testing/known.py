@@ -53,6 +53,12 @@ KNOWN: dict[str, list[Known]] = {
               f"re-complete the round before it looks and it can wait forever ({TORCH}, "
               "_RendezvousJoinOp)",
               lambda sc, v: sc.protocol.last_call_timeout < 2.0),
+        Known("liveness",
+              "with more live nodes than max_nodes, the wait-listed nodes that lose the race for "
+              "the seats stay on the wait list (only new arrivals go to the redundancy list), so "
+              "num_nodes_waiting stays > 0 and the members restart every round "
+              f"(_RendezvousJoinOp, DynamicRendezvousHandler.num_nodes_waiting; {TORCH})",
+              lambda sc, v: sc.cluster.nodes > sc.max_nodes),
         *(Known(inv, _REUSED) for inv in ("members_agree", "ranks_are_a_permutation",
                                            "every_member_accounted")),
         *(Known(inv, _SKEW, _skewed) for inv in
