@@ -67,6 +67,9 @@ def main():
               "times the number of contenders exceeds the spread. torch in threads collapses earlier "
               "(between 32 and 64) than the model (between 96 and 192): the GIL hands the CPU over in "
               "5 ms slices, which the model's processor sharing does not reproduce.",
+              "- torch's own handler in threads can fail outright: see `errors` and `ranks_ok` in "
+              "reports/c10d_contention_torch.json (at N = 128 here every handler hit its 120 s join "
+              "timeout while the CAS count kept climbing).",
               "- The issue's figures (31, 282, 3,936) grow as about N^2/4 from N = 8 on; neither this "
               "machine's threaded torch run nor the model shows contention at N = 8. They were taken "
               "with a set-up we do not know (processes? no random delay?), so the model is NOT within "
