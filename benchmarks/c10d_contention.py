@@ -25,10 +25,10 @@ NS = [8, 16, 32, 64, 128]
 ISSUE = {8: 31, 32: 282, 128: 3936}          # "measured on torch" in the issue that asked for this
 
 
-def model(n: int, shared_cores: int | None) -> int:
+def model(n: int, shared_cores: int | None, cpu: dict | None = None) -> int:
     sc = {"name": f"c10d-contention-{n}", "seed": 1, "duration": 120,
           "cluster": {"nodes": n, "nproc_per_node": 1, "start_spread": 0.0,
-                      "cpu": {"shared_cores": shared_cores}},
+                      "cpu": {"shared_cores": shared_cores, **(cpu or {})}},
           "store": {"host": None}, "protocol": {"name": "c10d", "min_nodes": n, "max_nodes": n},
           "shards": {"count": 0}}
     ev = rdzv_sim.run(sc).events
@@ -42,12 +42,20 @@ def main():
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / "c10d_contention_torch.py"),
                         *map(str, NS)], check=True)
     torch_runs = {r["n"]: r for r in json.loads(path.read_text())["runs"]}
+    ppath = ROOT / "reports" / "c10d_contention_torch_processes.json"
+    if "--torch" in sys.argv or not ppath.exists():
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "c10d_contention_torch.py"),
+                        "--processes", "8", "16", "32", "64"], check=True)
+    proc_runs = {r["n"]: r for r in json.loads(ppath.read_text())["runs"]}
     rows = []
     for n in NS:
-        own, shared = model(n, None), model(n, 1)
+        own, shared = model(n, None), model(n, 2)
         t = torch_runs.get(n, {}).get("compare_set_total")
-        rows.append((n, t, ISSUE.get(n), own, shared))
-        print(n, t, ISSUE.get(n), own, shared)
+        tp = proc_runs.get(n, {}).get("compare_set_total")
+        rows.append((n, t, tp, ISSUE.get(n), own, shared))
+        print(n, t, tp, ISSUE.get(n), own, shared)
+    sens = {(b, c): [model(n, 2, {"base": b, "cold_start": c}) for n in NS]
+            for b, c in ((5e-6, 0.06), (5e-4, 0.06), (1e-3, 0.06), (2e-3, 0.06))}
 
     def ratio(a, b):
         return f"{a / b:.2f}" if a and b else "-"
@@ -55,12 +63,22 @@ def main():
              f"Date: {time.strftime('%Y-%m-%d')}. Machine: {platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}. Regenerate: `python benchmarks/c10d_contention.py --torch`.",
              "", "Counts include each handler's sentinel CAS (made when its backend is created).",
-             "", "| N | torch 2.13, threads (counted) | issue's figure | model, own CPU per host | "
-             "model, hosts share 1 core | model(1 core) / torch |", "|---|---|---|---|---|---|"]
-    for n, t, i, own, shared in rows:
-        lines.append(f"| {n} | {t if t is not None else '-'} | {i or '-'} | {own} | {shared} | {ratio(shared, t)} |")
+             "", "| N | torch 2.13, threads | torch 2.13, one process per node | issue's figure | "
+             "model, own CPU per host | model, hosts share 2 cores | model(2 cores) / torch processes |",
+             "|---|---|---|---|---|---|---|"]
+    for n, t, tp, i, own, shared in rows:
+        lines.append(f"| {n} | {t if t is not None else '-'} | {tp if tp is not None else '-'} | {i or '-'} | "
+                     f"{own} | {shared} | {ratio(shared, tp)} |")
+    lines += ["", "Sensitivity of the model (2 shared cores) to the client CPU per encode/decode "
+              "(`cluster.cpu.base`) with a 60 ms cold first call (`cluster.cpu.cold_start`):", "",
+              "| base | " + " | ".join(f"N={n}" for n in NS) + " |", "|---|" + "---|" * len(NS)]
+    for (b, c), vals in sens.items():
+        lines.append(f"| {b * 1e3:g} ms | " + " | ".join(str(v) for v in vals) + " |")
     lines += ["", "Reading it:", "",
-              "- Up to 32 nodes the model matches torch's counted attempts within 10%: joins spread "
+              "- One process per node (spawned, torch imported, released together by a store "
+              "barrier) reproduces the issue's figures on this 2-core machine (N = 32: 312 "
+              "against 282), so those were processes. Threads contend far less below N = 64.",
+              "- Up to 32 nodes the model matches torch in threads within 10%: joins spread "
               "over torch's random 0-0.3 s delay rarely collide.",
               "- Contention collapses past a threshold in both, when the client work per attempt "
               "(pickle + base64 of the blob, measured at 60 us / 451 us / 2.07 ms for 1 / 12 / 47 KB) "
@@ -70,10 +88,11 @@ def main():
               "- torch's own handler in threads can fail outright: see `errors` and `ranks_ok` in "
               "reports/c10d_contention_torch.json (at N = 128 here every handler hit its 120 s join "
               "timeout while the CAS count kept climbing).",
-              "- The issue's figures (31, 282, 3,936) grow as about N^2/4 from N = 8 on; neither this "
-              "machine's threaded torch run nor the model shows contention at N = 8. They were taken "
-              "with a set-up we do not know (processes? no random delay?), so the model is NOT within "
-              "25% of them, and the target stays open.", ""]
+              "- The model is NOT within 25% of the process counts: with the measured codec cost "
+              "it barely contends; with ~1 ms of client CPU per attempt (the handler's Python "
+              "beyond pickling) the cascade appears but at the wrong N. Its processor sharing only "
+              "slows the encode/decode steps, while a real process is slowed everywhere. "
+              "The target stays open.", ""]
     (ROOT / "reports" / "c10d_contention.md").write_text("\n".join(lines))
     print("wrote reports/c10d_contention.md")
 

@@ -76,13 +76,60 @@ def measure(n: int, port: int) -> dict:
             "state_bytes_base64": state_bytes, "ranks_ok": ranks == list(range(n)), "errors": errors}
 
 
+def _process_node(i, n, port, q):
+    """One node in a process of its own: join when every node is ready (a barrier), count."""
+    counts, lock = {}, threading.Lock()
+    client = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False,
+                           timeout=timedelta(seconds=120), use_libuv=True)
+    backend = C10dRendezvousBackend(CountingStore(client, counts, lock), f"prun{n}")
+    handler = DynamicRendezvousHandler.from_backend(
+        run_id=f"prun{n}", store=client, backend=backend, min_nodes=n, max_nodes=n,
+        local_addr=f"127.0.0.{i + 2}", timeout=RendezvousTimeout(join=timedelta(seconds=120)))
+    client.add("bench/ready", 1)
+    client.wait(["bench/go"])
+    t0 = time.perf_counter()
+    try:
+        info = handler.next_rendezvous()
+        res = (info.rank, info.world_size)
+    except Exception as e:  # noqa: BLE001
+        res = repr(e)
+    q.put({"i": i, "result": res, "counts": counts, "wall_s": time.perf_counter() - t0})
+    handler._stop_heartbeats()
+
+
+def measure_processes(n: int) -> dict:
+    """One OS process per node (spawned, torch imported before the start line), released at once."""
+    import multiprocessing as mp
+    server = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                           timeout=timedelta(seconds=300), use_libuv=True)
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_process_node, args=(i, n, server.port, q)) for i in range(n)]
+    for p in procs:
+        p.start()
+    while int(server.add("bench/ready", 0)) < n:
+        time.sleep(0.2)
+    server.set("bench/go", b"1")
+    rows = [q.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(30)
+    cas = sum(r["counts"].get("compare_set", 0) for r in rows)
+    ok = sorted(r["result"][0] for r in rows if isinstance(r["result"], tuple)) == list(range(n))
+    return {"n": n, "compare_set_total": cas, "get": sum(r["counts"].get("get", 0) for r in rows),
+            "wall_s": max(r["wall_s"] for r in rows), "ranks_ok": ok,
+            "errors": [r["result"] for r in rows if not isinstance(r["result"], tuple)]}
+
+
 if __name__ == "__main__":
-    ns = [int(x) for x in sys.argv[1:]] or [8, 32, 128]
+    args = sys.argv[1:]
+    processes = "--processes" in args
+    ns = [int(x) for x in args if x.isdigit()] or [8, 32, 128]
     out = []
     for i, n in enumerate(ns):
-        r = measure(n, 29700 + i)
+        r = measure_processes(n) if processes else measure(n, 29700 + i)
         print(json.dumps(r))
         out.append(r)
-    path = Path(__file__).resolve().parents[1] / "reports" / "c10d_contention_torch.json"
-    path.write_text(json.dumps({"torch": __import__("torch").__version__, "threads": True,
+    name = "c10d_contention_torch_processes.json" if processes else "c10d_contention_torch.json"
+    path = Path(__file__).resolve().parents[1] / "reports" / name
+    path.write_text(json.dumps({"torch": __import__("torch").__version__, "threads": not processes,
                                 "date": time.strftime("%Y-%m-%d"), "runs": out}, indent=1) + "\n")

@@ -24,6 +24,7 @@ class Cpu(Strict):
     base: NonNegativeFloat = 5e-6               # measured: torch write-sync 60 us at 1 KB,
     per_byte: NonNegativeFloat = 20e-9          # 451 us at 11.7 KB, 2.07 ms at 47 KB (2 per CAS)
     shared_cores: PositiveInt | None = None     # every host shares these cores (one-machine runs)
+    cold_start: NonNegativeFloat = 0.0          # extra CPU of an agent's first encode/decode (cold code)
 
 
 class Cluster(Strict):

@@ -29,6 +29,7 @@ class RuntimeConfig:
     cpu_base: float = 5e-6            # client CPU per Work op, seconds
     cpu_per_byte: float = 20e-9       # client CPU per byte encoded/decoded (torch pickle+b64)
     shared_cores: int | None = None   # all hosts share this many cores (one-machine runs)
+    cold_start: float = 0.0           # extra CPU of a process's first Work op (cold code paths)
 
 
 class SimRuntime:
@@ -110,6 +111,9 @@ class SimRuntime:
             return None
         if t is O.Work:
             cost = self.cfg.cpu_base + self.cfg.cpu_per_byte * op.nbytes
+            if node.warm != node.incarnation:            # first work of this agent process
+                node.warm = node.incarnation
+                cost += self.cfg.cold_start
             if self.cfg.shared_cores:
                 # processor sharing, as an OS scheduler time-slices runnable processes: the
                 # work runs at cores/k of a core while k jobs are on the CPU (k taken at start)
