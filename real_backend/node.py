@@ -30,8 +30,12 @@ def main(spec: dict) -> None:
     rt = RealRuntime(spec["host"], spec["port"], emit, op_timeout=sc.store.op_timeout, t0=spec["t0"],
                      seed=spec["seed"], workers=GlooWorkers(sc.protocol.run_id, sc.agent.collective_timeout))
     signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))
-    info = NodeInfo(spec["name"], spec["addr"], 1, spec["index"], pid=os.getpid())
-    why = rt.drive(elastic_agent(info, protocol_for(sc), agent_config_for(sc)))
+    if sc.protocol.name == "c10d":             # for real, c10d is torch's own handler
+        from .torch_c10d import run_torch_agent
+        why = run_torch_agent(spec, sc, rt)
+    else:
+        info = NodeInfo(spec["name"], spec["addr"], 1, spec["index"], pid=os.getpid())
+        why = rt.drive(elastic_agent(info, protocol_for(sc), agent_config_for(sc)))
     out.close()
     os._exit(0 if why else 0)      # skip interpreter teardown: abandoned store threads may block
 
