@@ -28,6 +28,7 @@ reports: $(STAMP)
 	$(BIN)/python -m rdzv_sim.report.bundled reports/scenarios
 	$(BIN)/rdzv-sim calibrate --out reports/calibration.yaml
 	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small
+	$(BIN)/rdzv-sim validate validate-c10d --calibration reports/calibration.yaml --out reports/validation/validate-c10d
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis
