@@ -160,7 +160,11 @@ class C10dProtocol(Protocol):
 
     # --- while a round runs: the agent's num_nodes_waiting ------------------------------
     def watch(self, result: RoundResult, state=None, node: NodeInfo | None = None):
-        token = state if state is not None else self.holder(node).token
+        h = self.holder(node)
+        if state is None and h.state.wait_list:
+            # nodes already wait: the agent's next num_nodes_waiting() sees them, no change needed
+            return [(Sleep(0.0), "poll:now")]
+        token = state if state is not None else h.token
         return [(Changed(self.key, token, timeout=math.inf), "poll:blob")]
 
     def answer(self, result: RoundResult, reason: str, node: NodeInfo):
