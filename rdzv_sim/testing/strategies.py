@@ -80,8 +80,14 @@ def agent_settings(draw) -> dict:
 @st.composite
 def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
               horizon: float = 200.0):
-    """A validated Scenario with generated cluster, settings and faults."""
+    """A validated Scenario with generated cluster, settings and faults.
+
+    `faults` is a strategy of fault lists, or a function of the node count that returns one
+    (so that node indexes fit the drawn cluster): `faults=lambda n: fault_schedules(n, ...)`.
+    """
     n = draw(nodes)
+    if callable(faults) and not isinstance(faults, st.SearchStrategy):
+        faults = faults(n)
     data = {
         "name": f"generated-{protocol}",
         "seed": draw(st.integers(0, 2**32 - 1)),
