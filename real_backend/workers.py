@@ -11,8 +11,12 @@ from rdzv_sim.ops import Emit
 
 
 class GlooWorkers:
-    def __init__(self, run_id: str, collective_timeout: float, step: float = 0.5):
-        self.run_id, self.timeout, self.step = run_id, collective_timeout, step
+    """One rank per node; `backend="nccl"` puts rank r on GPU r % device_count."""
+
+    def __init__(self, run_id: str, collective_timeout: float, step: float = 0.5,
+                 backend: str = "gloo"):
+        self.run_id, self.timeout, self.step, self.backend = run_id, collective_timeout, step, backend
+        self.device = "cpu"
         self._stop = threading.Event()
         self._thread = None
         self.pg = None
@@ -24,12 +28,22 @@ class GlooWorkers:
         t0 = time.monotonic()
         try:
             store = dist.PrefixStore(f"pg/{self.run_id}/r{op.round}/", rt._call(lambda s: s.clone()))
-            self.pg = dist.ProcessGroupGloo(store, op.rank, op.members, timedelta(seconds=self.timeout))
-            x = torch.ones(1)
+            if self.backend == "nccl":
+                self.device = f"cuda:{op.rank % torch.cuda.device_count()}"
+                torch.cuda.set_device(self.device)
+                opts = dist.ProcessGroupNCCL.Options()
+                self.pg = dist.ProcessGroupNCCL(store, op.rank, op.members, opts)
+            else:
+                self.pg = dist.ProcessGroupGloo(store, op.rank, op.members, timedelta(seconds=self.timeout))
+            x = torch.ones(1, device=self.device)
+            t1 = time.monotonic()
             self.pg.allreduce([x]).wait()
-            init_s = time.monotonic() - t0
+            if self.backend == "nccl":
+                torch.cuda.synchronize()
+            done = time.monotonic()
             rt.emit(rt.now(), Emit("pg_ready", round=op.round, rank=op.rank, world_size=op.members,
-                                   detail={"backend": "gloo", "init_s": init_s,
+                                   detail={"backend": self.backend, "init_s": t1 - t0,
+                                           "allreduce_s": done - t1,
                                            "allreduce_ok": float(x.item()) == op.members}))
         except Exception as e:  # noqa: BLE001 - a member never came: the init fails
             rt.emit(rt.now(), Emit("pg_failed", round=op.round, detail={"error": str(e)[:200]}))
@@ -42,7 +56,7 @@ class GlooWorkers:
         import torch
         while not stop.wait(self.step):
             try:
-                pg.allreduce([torch.ones(1)]).wait()
+                pg.allreduce([torch.ones(1, device=self.device)]).wait()
             except Exception:  # noqa: BLE001 - a peer died or left
                 if not stop.is_set():
                     rt.signals.signal("peer_failed")
