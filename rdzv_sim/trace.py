@@ -97,27 +97,42 @@ class RunStats:
     store_ops: int = 0
     store_bytes: int = 0
     store_background_util_max: float = 0.0
+    checkpoint_interval: float | None = None
+    checkpoint_cost: float = 0.0
 
 
 def _pct(values, q) -> float:
     return float(np.percentile(values, q)) if len(values) else math.nan
 
 
-def running_fraction(events: pd.DataFrame, duration: float) -> float:
-    """Share of the run during which a round trained: from its last member's workers starting
-    to its first member leaving, crashing or exiting (a hung collective trains nothing).
-    An upper bound on goodput."""
+def training_spans(events: pd.DataFrame, duration: float) -> list[tuple[float, float]]:
+    """(start, stop) of each round's training: from its last member's workers starting to its
+    first member leaving, crashing, pausing or exiting (a hung collective trains nothing)."""
     ev = events
     started = ev[ev["event"] == "workers_started"]
-    busy = 0.0
+    spans = []
     for rnd, g in started.groupby("round"):
         members = set(g["node"])
         t0 = float(g["t"].max())
         stop = ev[(ev["node"].isin(members)) & (ev["t"] >= t0)
                   & (((ev["event"] == "round_left") & (ev["round"] == rnd))
                      | ev["event"].isin(["fault_crash", "agent_exit", "fault_pause"]))]
-        t1 = float(stop["t"].min()) if len(stop) else duration
-        busy += max(0.0, min(t1, duration) - t0)
+        t1 = min(float(stop["t"].min()) if len(stop) else duration, duration)
+        if t1 > t0:
+            spans.append((t0, t1))
+    return spans
+
+
+def goodput(spans, duration: float, interval: float, cost: float) -> float:
+    """Useful work / wall time: within each span, only checkpointed work survives the restart
+    that ends it (one checkpoint per `interval` of work, each stalling `cost` seconds)."""
+    saved = sum(math.floor((t1 - t0) / (interval + cost)) * interval for t0, t1 in spans)
+    return saved / duration if duration > 0 else math.nan
+
+
+def running_fraction(events: pd.DataFrame, duration: float) -> float:
+    """Share of the run during which a round trained (an upper bound on goodput)."""
+    busy = sum(t1 - t0 for t0, t1 in training_spans(events, duration))
     return busy / duration if duration > 0 else math.nan
 
 
@@ -141,6 +156,9 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "agents_exited": int(len(exits)),
         "store_lost": bool((events["event"] == "store_lost").any()),
         "running_fraction": running_fraction(events, stats.duration),
+        "goodput": (goodput(training_spans(events, stats.duration), stats.duration,
+                            stats.checkpoint_interval, stats.checkpoint_cost)
+                    if stats.checkpoint_interval else math.nan),
         "all_rounds_consistent": bool(rounds["consistent"].all()) if len(rounds) else True,
         "sim_events": int(stats.sim_events),
     }

@@ -80,6 +80,12 @@ class Shards(Strict):
     ring_vnodes: PositiveInt = 64
 
 
+class Training(Strict):
+    """The training job, for goodput: work since the last checkpoint is lost at every restart."""
+    checkpoint_interval: PositiveFloat = 1800.0   # seconds of training between checkpoints
+    checkpoint_cost: NonNegativeFloat = 60.0      # seconds each checkpoint stalls training
+
+
 class Outputs(Strict):
     dir: str | None = None                      # default: runs/<name>
     formats: list[Literal["parquet", "csv"]] = ["parquet", "csv"]
@@ -173,6 +179,7 @@ class Scenario(Strict):
     protocol: Protocol = Protocol()
     agent: Agent = Agent()
     shards: Shards = Shards()
+    training: Training | None = None
     faults: list[Fault] = []
     random_faults: list[NodeFailures] = []
     outputs: Outputs = Outputs()
