@@ -46,6 +46,8 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
             key = "at" if hasattr(f, "at") else "delay"
             out.append((base + (key,), f"{at:g} s is after the end of the run (duration {sc.duration:g} s)"))
     for i, rf in enumerate(sc.random_faults):
-        for j, x in enumerate(rf.nodes or []):
+        for j, x in enumerate(getattr(rf, "nodes", None) or []):
             node(("random_faults", i, "nodes", j), x)
+        if getattr(rf, "scope", None) == "rack" and not racks:
+            out.append((("random_faults", i, "scope"), "rack interruptions need cluster.topology.kind: racks"))
     return out

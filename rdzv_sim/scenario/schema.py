@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, PositiveFloat,
+                      PositiveInt, Tag)
 
 
 class Strict(BaseModel):
@@ -168,6 +169,27 @@ class NodeFailures(Strict):
     nodes: list[int] | None = None               # default: every node
 
 
+class Interruptions(Strict):
+    """`count` interruptions expected over the run (a Poisson process), each hitting one random
+    node (a crash, repaired after `repair`), one random rack, or the whole job (every node's
+    workers fail at once, as a software bug or an NCCL watchdog does)."""
+    kind: Literal["interruptions"] = "interruptions"
+    cause: str
+    count: NonNegativeFloat
+    per: PositiveFloat | None = None             # seconds the count is for (default: the run)
+    scope: Literal["node", "rack", "job"] = "node"
+    repair: PositiveFloat | None = 600.0
+
+
+def _random_kind(v) -> str:
+    return (v.get("kind") if isinstance(v, dict) else getattr(v, "kind", None)) or "node_failures"
+
+
+RandomFault = Annotated[Union[Annotated[NodeFailures, Tag("node_failures")],
+                              Annotated[Interruptions, Tag("interruptions")]],
+                        Discriminator(_random_kind)]
+
+
 class Scenario(Strict):
     include: list[str] = []                      # YAML files merged underneath (e.g. a calibration)
     name: str
@@ -181,7 +203,7 @@ class Scenario(Strict):
     shards: Shards = Shards()
     training: Training | None = None
     faults: list[Fault] = []
-    random_faults: list[NodeFailures] = []
+    random_faults: list[RandomFault] = []
     outputs: Outputs = Outputs()
 
     @property

@@ -81,3 +81,38 @@ def random_failures(sim, rf, node, rng: np.random.Generator):
         yield env.timeout(rf.repair)
         if not node.alive:
             sim.start(node, "repair")
+
+
+def interruptions(sim, spec, rng: np.random.Generator):
+    """A Poisson process of `spec.count` interruptions over the run, each at its scope."""
+    env = sim.env
+    if spec.count <= 0:
+        return
+    mean_gap = (spec.per or sim.sc.duration) / spec.count
+    while True:
+        yield env.timeout(float(rng.exponential(mean_gap)))
+        if spec.scope == "job":
+            sim.trace.record(env.now, "job", "fault_job_interruption", detail={"cause": spec.cause})
+            for node in sim.nodes.values():
+                if node.alive and node.running_round is not None:
+                    node.signal("workers_failed")
+            continue
+        if spec.scope == "rack":
+            racks = sorted({n.rack for n in sim.nodes.values() if n.rack is not None})
+            if not racks:
+                continue
+            rack = racks[int(rng.integers(len(racks)))]
+            hosts = [sim.nodes[h] for h in sim.net.hosts_in_rack(rack)]
+        else:
+            hosts = [sim.node_at(int(rng.integers(len(sim.hosts))))]
+        for node in hosts:
+            sim.crash(node, spec.cause)
+        if spec.repair is not None:
+            env.process(_repair(sim, hosts, spec.repair, spec.cause))
+
+
+def _repair(sim, hosts, after: float, cause: str):
+    yield sim.env.timeout(after)
+    for node in hosts:
+        if not node.alive:
+            sim.start(node, f"repair:{cause}")

@@ -106,6 +106,10 @@ class Simulation:
             if f.kind != "slow_join":
                 env.process(faults.scheduled(self, f))
         for rf in sc.random_faults:
+            if rf.kind == "interruptions":
+                env.process(faults.interruptions(
+                    self, rf, np.random.default_rng(int(rng_faults.integers(2**63)))))
+                continue
             targets = rf.nodes if rf.nodes is not None else range(sc.cluster.nodes)
             rngs = [np.random.default_rng(s) for s in
                     np.random.SeedSequence(int(rng_faults.integers(2**63))).spawn(len(targets))]

@@ -114,7 +114,10 @@ def test_idle_time_costs_no_events():
 @pytest.mark.parametrize("name", sorted(bundled()))
 def test_every_bundled_scenario_runs(name):
     overrides = {"rack-failure": ["cluster.nodes=64", "protocol.min_nodes=32",
-                                  "protocol.max_nodes=64", "shards.count=4096"]}.get(name, [])
+                                  "protocol.max_nodes=64", "shards.count=4096"],
+                 "llama3-54d": ["cluster.nodes=32", "cluster.topology.racks=4", "protocol.min_nodes=16",
+                                "protocol.max_nodes=32", "duration=86400", "shards.count=1024"],
+                 }.get(name, [])
     r = rdzv_sim.run(name, overrides)
     assert len(r.events) > 0
     if name not in ("static-missing-rank",):
@@ -134,3 +137,15 @@ def test_include_merges_a_calibration_underneath(tmp_path):
     (tmp_path / "bad.yaml").write_text("include: [missing.yaml]\nname: x\nduration: 5\ncluster: {nodes: 1}\n")
     with pytest.raises(ScenarioError, match="include"):
         load(tmp_path / "bad.yaml")
+
+
+def test_llama3_interruption_mix_shortened():
+    """The Llama 3 mix at 64 hosts for 5 days: job, rack and host interruptions at their rates."""
+    r = rdzv_sim.run("llama3-54d", ["cluster.nodes=64", "cluster.topology.racks=4",
+                                    "protocol.min_nodes=40", "protocol.max_nodes=64",
+                                    "duration=432000", "shards.count=1024"])
+    ev, s = r.events, r.summary.iloc[0]
+    kinds = ev[ev.event.str.startswith("fault_")].event.value_counts()
+    assert kinds.get("fault_job_interruption", 0) >= 1 and kinds.get("fault_crash", 0) >= 10
+    assert r.rounds.consistent.all() and s.agents_exited == 0
+    assert 0.5 < s.goodput < s.running_fraction <= 1.0
