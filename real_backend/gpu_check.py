@@ -17,7 +17,7 @@ from datetime import timedelta
 
 
 def _rank(protocol: str, i: int, n: int, port: int, backend: str, q) -> None:
-    from rdzv_sim.ops import Emit
+    from rdzv_sim.ops import Emit, StartWorkers
     from rdzv_sim.protocols import ProtocolConfig, get
     from rdzv_sim.protocols.base import NodeInfo
     from .runtime import RealRuntime
@@ -33,8 +33,7 @@ def _rank(protocol: str, i: int, n: int, port: int, backend: str, q) -> None:
     try:
         res = rt.drive(proto.rendezvous(node))
         rdzv_s = time.monotonic() - t0
-        rt.execute(__import__("rdzv_sim.ops", fromlist=["StartWorkers"]).StartWorkers(
-            res.round, res.rank, res.nnodes, res.nnodes, res.master))
+        rt.execute(StartWorkers(res.round, res.rank, res.nnodes, res.nnodes, res.master))
         pg = [op.detail for _, op in events if isinstance(op, Emit) and op.event == "pg_ready"]
         failed = [op.detail for _, op in events if isinstance(op, Emit) and op.event == "pg_failed"]
         rt.workers.stop()
