@@ -1,37 +1,42 @@
-"""Regenerate the reports of every bundled scenario: `python -m rdzv_sim.report.bundled [DIR]`.
+"""Regenerate the reports of the bundled scenarios: `python -m rdzv_sim.report.bundled [DIR] [NAME ...]`.
 
 Writes DIR/<scenario>/report.html, report.md, figures/ and the rounds and summary tables
-(default DIR: reports/scenarios), plus DIR/README.md linking them all.
+(default DIR: reports/scenarios; default: every bundled scenario), then DIR/README.md linking
+every report in DIR.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from ..api import run
 from ..scenario.load import bundled
 from .document import build
 
 
-def main(out: Path) -> None:
+def main(out: Path, names: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    index = ["# Reports of the bundled scenarios", "",
-             "Regenerate with `make reports`. Each links an HTML report (plots embedded) and its "
-             "Markdown twin.", "", "| scenario | protocol | nodes | rounds | rdzv latency p50 (s) | report |",
-             "|---|---|---|---|---|---|"]
-    for name in bundled():
+    for name in names or list(bundled()):
         r = run(name)
         d = out / name
         build({"events": r.events, "rounds": r.rounds, "summary": r.summary,
                "store_load": r.store_load}, r.scenario.model_dump(mode="json"), d)
         r.rounds.to_csv(d / "rounds.csv", index=False)
         r.summary.to_csv(d / "summary.csv", index=False)
-        s = r.summary.iloc[0]
-        index.append(f"| {name} | {s.protocol} | {s.nodes} | {s.rounds_completed} | "
-                     f"{s.rdzv_latency_p50:.3g} | [html]({name}/report.html), [md]({name}/report.md) |")
         print(f"{name}: {d}")
+    index = ["# Reports of the bundled scenarios", "",
+             "Regenerate with `make reports`. Each links an HTML report (plots embedded) and its "
+             "Markdown twin.", "", "| scenario | protocol | nodes | rounds | rdzv latency p50 (s) | report |",
+             "|---|---|---|---|---|---|"]
+    for d in sorted(p for p in out.iterdir() if (p / "summary.csv").exists()):
+        s = pd.read_csv(d / "summary.csv").iloc[0]
+        index.append(f"| {d.name} | {s.protocol} | {s.nodes} | {s.rounds_completed} | "
+                     f"{s.rdzv_latency_p50:.3g} | [html]({d.name}/report.html), [md]({d.name}/report.md) |")
     (out / "README.md").write_text("\n".join(index) + "\n")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "reports/scenarios"))
+    args = sys.argv[1:]
+    main(Path(args[0]) if args else Path("reports/scenarios"), args[1:] or None)
