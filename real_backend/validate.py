@@ -60,6 +60,26 @@ def _markdown(df: pd.DataFrame) -> str:
                                     for row in df.itertuples(index=False))
 
 
+def _html(out: Path, name: str, verdict: dict, table: pd.DataFrame) -> None:
+    """validation.html: the verdict, the overlaid timelines (embedded) and the latency table."""
+    import base64
+    import html
+    from rdzv_sim.report.document import CSS
+    png = base64.b64encode((out / "figures" / "overlay.png").read_bytes()).decode()
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
+                   for k, v in verdict.items())
+    (out / "validation.html").write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>validation: {html.escape(name)}</title>"
+        f"<style>{CSS}</style></head><body><h1>Validation of {html.escape(name)}: simulated vs real</h1>"
+        f"<table><tr><th>check</th><th>value</th></tr>{rows}</table>"
+        f"<figure id='fig-overlay'><img alt='overlay' src='data:image/png;base64,{png}'>"
+        f"<figcaption>Simulated and real timelines, overlaid</figcaption></figure>"
+        f"<h2>Rendezvous latency per node and round</h2>"
+        f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}')}"
+        f"<p>Reports of each side: <a href='sim/report.html'>simulated</a>, "
+        f"<a href='real/report.html'>real</a>.</p></body></html>")
+
+
 def validate(scenario, out: str | Path) -> dict:
     sc = load(scenario)
     out = Path(out)
@@ -90,6 +110,7 @@ def validate(scenario, out: str | Path) -> dict:
                                                           sc.duration))
     lines += ["## Timelines", "", "![simulated and real timelines](figures/overlay.png)", ""]
     (out / "validation.md").write_text("\n".join(lines))
+    _html(out, sc.name, verdict, table)
     from rdzv_sim.report import build
     for name, res in (("sim", sim), ("real", real)):
         build({"events": res.events, "rounds": res.rounds, "summary": res.summary,

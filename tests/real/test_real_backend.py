@@ -97,6 +97,7 @@ def test_validate_sim_and_real_agree_on_members_and_ranks(tmp_path):
     assert verdict["same_round_count"] and verdict["same_members_and_ranks"], verdict
     assert (tmp_path / "validation.md").exists() and (tmp_path / "latency_comparison.csv").exists()
     assert "figures/overlay.png" in (tmp_path / "validation.md").read_text()
+    assert "id='fig-overlay'" in (tmp_path / "validation.html").read_text()
     assert (tmp_path / "figures" / "overlay.png").read_bytes()[:4] == b"\x89PNG"
     for side in ("sim", "real"):
         assert "id='fig-timeline'" in (tmp_path / side / "report.html").read_text()
