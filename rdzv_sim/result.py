@@ -43,6 +43,20 @@ class RunResult:
         return written
 
 
+def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
+    """The tables of a run from its event rows: what every runtime returns."""
+    from .placement import shard_moves
+    from .trace import stamp, events_table, rounds_table, store_load_table, summary_table
+    sc = scenario
+    events = events_table(rows, sc.name, sc.seed)
+    rounds = rounds_table(events, round_ops)
+    rounds = stamp(rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
+                                            sc.shards.ring_vnodes)), sc.name, sc.seed)
+    summary = summary_table(events, rounds, stats, sc.name, sc.seed)
+    store_load = None if load is None else store_load_table(load, load_bin, sc.name, sc.seed)
+    return RunResult(sc, events, rounds, summary, store_load, stats.wall_s)
+
+
 def load_tables(directory: str | Path) -> dict[str, pd.DataFrame]:
     """Read the tables a run saved (Parquet preferred)."""
     d = Path(directory)

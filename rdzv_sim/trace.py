@@ -27,7 +27,7 @@ class Tracer:
                           json.dumps(detail, sort_keys=True, separators=(",", ":")) if detail else ""))
 
 
-def _stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
+def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
     df.insert(0, "schema_version", SCHEMA_VERSION)
     df.insert(1, "scenario", scenario)
     df.insert(2, "seed", seed)
@@ -39,7 +39,7 @@ def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
     for c in ("round", "rank", "world_size"):
         df[c] = df[c].astype("Int64")
     df = df.sort_values("t", kind="stable").reset_index(drop=True)
-    return _stamp(df, scenario, seed)
+    return stamp(df, scenario, seed)
 
 
 def store_load_table(load: dict, bin_s: float, scenario: str, seed: int) -> pd.DataFrame:
@@ -47,7 +47,7 @@ def store_load_table(load: dict, bin_s: float, scenario: str, seed: int) -> pd.D
     keys = sorted(load)
     df = pd.DataFrame({"t": [k * bin_s for k in keys], "bin_s": bin_s,
                        "ops": [load[k][0] for k in keys], "bytes": [load[k][1] for k in keys]})
-    return _stamp(df, scenario, seed)
+    return stamp(df, scenario, seed)
 
 
 def details(df: pd.DataFrame) -> list[dict]:
@@ -165,4 +165,4 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
     for c in rounds.columns:
         if c.startswith("shards_moved_"):
             row[c] = int(rounds[c].sum())
-    return _stamp(pd.DataFrame([row]), scenario, seed)
+    return stamp(pd.DataFrame([row]), scenario, seed)

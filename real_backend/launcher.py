@@ -13,9 +13,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rdzv_sim.result import RunResult
+from rdzv_sim.result import RunResult, build
 from rdzv_sim.scenario.load import load
-from rdzv_sim.trace import RunStats, events_table, rounds_table, summary_table
+from rdzv_sim.trace import RunStats
 
 from . import node as node_mod
 
@@ -171,11 +171,8 @@ class RealRun:
                 rows.append((d["t"], d["node"], d["event"], d["round"], d["rank"], d["world_size"],
                              json.dumps(d["detail"], sort_keys=True, separators=(",", ":")) if d["detail"] else ""))
         sc = self.sc
-        ev = events_table(rows, sc.name, sc.seed)
-        rounds = rounds_table(ev)
         stats = RunStats(duration=sc.duration, protocol=sc.protocol.name, nodes=sc.cluster.nodes, wall_s=wall)
-        summary = summary_table(ev, rounds, stats, sc.name, sc.seed)
-        return RunResult(sc, ev, rounds, summary, None, wall)
+        return build(sc, rows, stats)
 
 
 def run_real(scenario, workdir=None, store_port: int | None = None) -> RunResult:

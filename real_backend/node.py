@@ -15,7 +15,7 @@ def main(spec: dict) -> None:
     from rdzv_sim.protocols.agent import elastic_agent
     from rdzv_sim.protocols.base import NodeInfo
     from rdzv_sim.scenario.load import load
-    from rdzv_sim.sim.simulation import agent_config_for, protocol_for
+    from rdzv_sim.protocols.configure import agent_config_for, protocol_for
 
     from .runtime import RealRuntime
     from .workers import GlooWorkers

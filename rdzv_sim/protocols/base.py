@@ -7,6 +7,8 @@ from collections.abc import Generator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..ops import Get
+
 
 class RendezvousTimeout(Exception):
     """No round completed before the join deadline (torchrun: RendezvousTimeoutError)."""
@@ -85,6 +87,12 @@ def digest(names) -> str:
 
 
 Gen = Generator[Any, Any, Any]
+INF = float("inf")
+
+
+def watch_key(key: str) -> Get:
+    """A blocking read with no deadline of its own: a FirstOf sibling (a Sleep) bounds it."""
+    return Get(key, timeout=INF)
 
 
 class Protocol:

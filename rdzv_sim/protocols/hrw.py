@@ -14,16 +14,10 @@ import json
 
 from hrw import Placement
 
-from ..ops import (Add, Check, CompareSet, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set, Sleep,
+from ..ops import (Add, Check, CompareSet, Emit, FirstOf, MultiGet, MultiSet, Now, Set, Sleep,
                    StoreTimeout)
-from .base import (NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult, digest)
-
-INF = float("inf")
-
-
-def watch_key(key: str) -> Get:
-    """A blocking read with no deadline of its own: a FirstOf sibling (a Sleep) bounds it."""
-    return Get(key, timeout=INF)
+from .base import (NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult, digest,
+                   watch_key)
 
 
 class HrwProtocol(Protocol):

@@ -6,10 +6,8 @@ lives in the store so that a restart (all nodes re-entering) uses fresh keys.
 """
 from __future__ import annotations
 
-from ..ops import Check, CompareSet, Emit, FirstOf, Get, MultiGet, Now, Set, Sleep, Wait
-from .base import NodeInfo, Protocol, RendezvousTimeout, RoundResult, digest
-
-INF = float("inf")
+from ..ops import Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep, Wait
+from .base import INF, NodeInfo, Protocol, RendezvousTimeout, RoundResult, digest, watch_key
 
 
 class StaticProtocol(Protocol):
@@ -36,7 +34,7 @@ class StaticProtocol(Protocol):
         keys = tuple(self._k(rnd, f"rank{i}") for i in range(n))
         # wait for every rank, unless a restarted rank ends this world first (then start anew)
         now = yield Now()
-        idx, value = yield FirstOf(Wait(keys, timeout=INF), Get(self._k(rnd, "end"), timeout=INF),
+        idx, value = yield FirstOf(Wait(keys, timeout=INF), watch_key(self._k(rnd, "end")),
                                    Sleep(max(0.0, deadline - now)))
         if isinstance(value, BaseException):
             raise value
@@ -55,7 +53,7 @@ class StaticProtocol(Protocol):
                            digest(i.name for i in infos))
 
     def watch(self, result: RoundResult, state=None, node=None):
-        return [(Get(self._k(result.round, "end"), timeout=float("inf")), "round_ended")]
+        return [(watch_key(self._k(result.round, "end")), "round_ended")]
 
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield CompareSet(self.prefix + "round", str(result.round), str(result.round + 1))

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import simpy
 
-from .. import protocols
-from ..protocols.agent import AgentConfig, elastic_agent
-from ..protocols.base import NodeInfo, ProtocolConfig
+from ..protocols.agent import elastic_agent
+from ..protocols.base import NodeInfo
+from ..protocols.configure import agent_config_for, protocol_for
 from ..scenario.schema import Scenario
 from ..trace import RunStats, Tracer
 from . import faults, network
@@ -17,23 +17,6 @@ from .network import Network
 from .node import SimNode
 from .runtime import RuntimeConfig, SimRuntime
 from .store import ServiceModel, StoreServer
-
-
-def protocol_for(sc: Scenario):
-    """The scenario's protocol object (shared by the simulated and the real runtime)."""
-    p = sc.protocol
-    return protocols.get(p.name)(ProtocolConfig(
-        run_id=p.run_id, min_nodes=sc.min_nodes, max_nodes=sc.max_nodes,
-        last_call_timeout=p.last_call_timeout, join_timeout=p.join_timeout,
-        confirm_timeout=p.confirm_timeout, close_grace=p.close_grace, hole_grace=p.hole_grace,
-        probe_interval=p.probe_interval, probe_timeout=p.probe_timeout,
-        keep_alive_interval=p.keep_alive_interval, keep_alive_max_attempt=p.keep_alive_max_attempt))
-
-
-def agent_config_for(sc: Scenario) -> AgentConfig:
-    a = sc.agent
-    return AgentConfig(max_restarts=a.max_restarts, monitor_interval=a.monitor_interval,
-                       retry_backoff=a.retry_backoff, max_rendezvous_attempts=a.max_rendezvous_attempts)
 
 
 def _count_events(env: simpy.Environment) -> list:
