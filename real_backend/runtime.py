@@ -64,6 +64,13 @@ class RealRuntime:
         self._spare: list = []            # idle second connections for FirstOf branches
         self._spare_lock = threading.Lock()
 
+    def close(self) -> None:
+        """Drop the connections and let the worker threads end (a hung call is abandoned)."""
+        self.store = None
+        with self._spare_lock:
+            self._spare.clear()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
     # --- connections -------------------------------------------------------------------
     def _connect(self):
         """A new client connection, within our own deadline (a paused store hangs the handshake)."""

@@ -31,17 +31,21 @@ class NodeInfo:
     nproc: int = 1
     index: int = 0            # position in the cluster (the static node rank)
     pid: int = 0              # the agent process: new on every restart of the host
+    port: int = 0             # a port this host reserved for its workers' store (torchrun)
 
     def encode(self) -> str:
-        return json.dumps({"name": self.name, "addr": self.addr, "nproc": self.nproc,
-                           "index": self.index}, separators=(",", ":"))
+        d = {"name": self.name, "addr": self.addr, "nproc": self.nproc, "index": self.index}
+        if self.port:
+            d["port"] = self.port
+        return json.dumps(d, separators=(",", ":"))
 
     @staticmethod
     def decode(text: str) -> "NodeInfo":
         d = json.loads(text)
         if not isinstance(d, dict):
             raise ValueError("node descriptor is not a JSON object")
-        return NodeInfo(str(d["name"]), str(d["addr"]), int(d["nproc"]), int(d.get("index", 0)))
+        return NodeInfo(str(d["name"]), str(d["addr"]), int(d["nproc"]), int(d.get("index", 0)),
+                        port=int(d.get("port", 0)))
 
 
 @dataclass(frozen=True)
@@ -71,14 +75,18 @@ class RoundResult:
     first_rank: int      # global rank of this node's first worker
     master: str          # rank 0's address (MASTER_ADDR)
     digest: str          # membership fingerprint: equal for every member of the round
+    master_port: int = 0  # the port rank 0 reserved (MASTER_PORT), when its descriptor had one
 
     def encode(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        d = asdict(self)
+        if not self.master_port:
+            del d["master_port"]
+        return json.dumps(d, separators=(",", ":"))
 
     @staticmethod
     def decode(text: str) -> "RoundResult":
         d = json.loads(text)
-        return RoundResult(**{k: d[k] for k in RoundResult.__dataclass_fields__})
+        return RoundResult(**{k: d[k] for k in RoundResult.__dataclass_fields__ if k in d})
 
 
 def digest(names) -> str:

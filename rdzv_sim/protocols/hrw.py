@@ -156,12 +156,12 @@ class HrwProtocol(Protocol):
             by_name = {info.name: (i, info) for i, info in infos.items()}
             order = Placement(names, seed=0).rank_order(self.cfg.run_id)
             world = sum(info.nproc for info in infos.values())
-            master = by_name[order[0]][1].addr
+            master = by_name[order[0]][1]
             dg, first = digest(names), 0
             assigned = set()
             for rank, name in enumerate(order):
                 i, info = by_name[name]
-                res = RoundResult(rnd, rank, len(order), world, first, master, dg)
+                res = RoundResult(rnd, rank, len(order), world, first, master.addr, dg, master.port)
                 out.append((self._k(rnd, f"a{i}"), res.encode()))
                 assigned.add(i)
                 first += info.nproc

@@ -1,0 +1,206 @@
+"""Three real torchrun agents on one machine: kill one mid-training, bring a node back.
+
+The elastic story of issue 6, run for real and measured, for any rendezvous backend (`hrw`,
+torch's `c10d`). Each agent is `python -m torch.distributed.run` on its own loopback address
+(`--local-addr 127.0.0.2`, ...); killing a node SIGKILLs its agent and its workers at once, as
+a crashed host would. The store lives in a
+process of its own, so any node may die. The workers run `real_backend.train_demo`.
+
+Timeline: 3 agents train at world size 3 -> node C is killed -> the survivors re-rendezvous
+and resume from the checkpoint at world size 2 -> a new agent starts on C's address -> the job
+grows back to 3 -> a stop file ends training; every live agent must exit 0.
+Measured: `recover_s` (kill -> first step at world 2) and `grow_s` (new agent started -> first
+step at world 3), with the step log, for `benchmarks/torchrun_elastic.py` and the tests.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ADDRS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+# one --rdzv-conf for both backends (issue 6); c10d ignores the hrw-only keys it does not know
+CONF = "join_timeout=60,last_call_timeout=2,close_timeout=10,is_host=false,read_timeout=10"
+
+
+class DemoFailed(RuntimeError):
+    """The demo did not reach a stage in time; the message carries the agents' last words."""
+
+
+def _tree(pid: int) -> list[int]:
+    """pid and all its descendants (Linux /proc): torchrun starts its workers in sessions of
+    their own, so killing the agent's process group alone would leave them running."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def _kill_tree(pid: int) -> None:
+    for p in _tree(pid):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _steps(log: Path) -> list[dict]:
+    if not log.exists():
+        return []
+    out = []
+    for line in log.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass                                 # a line being written
+    return out
+
+
+class Demo:
+    def __init__(self, backend: str, workdir: str | Path, *, step_time: float = 0.05,
+                 monitor_interval: float = 0.5, timeout: float = 120.0, conf: str = CONF):
+        self.backend, self.dir = backend, Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.log, self.stop = self.dir / "steps.jsonl", self.dir / "STOP"
+        self.step_time, self.monitor, self.timeout, self.conf = step_time, monitor_interval, timeout, conf
+        self.agents: dict[str, subprocess.Popen] = {}
+        self.store = None
+        self.port = 0
+
+    # --- processes -----------------------------------------------------------------------
+    def start_store(self) -> None:
+        from .node import store_main
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.store = ctx.Process(target=store_main, args=(child, "127.0.0.1"), daemon=True)
+        self.store.start()
+        if not parent.poll(60):
+            raise DemoFailed("the store process did not start within 60 s")
+        self.port = parent.recv()
+
+    def start_agent(self, name: str, addr: str) -> float:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2:3", "--nproc-per-node=1",
+               f"--rdzv-backend={self.backend}", f"--rdzv-endpoint=127.0.0.1:{self.port}",
+               "--rdzv-id=elastic-demo", f"--rdzv-conf={self.conf}", f"--local-addr={addr}",
+               "--max-restarts=5", f"--monitor-interval={self.monitor}",
+               "-m", "real_backend.train_demo", "--ckpt-dir", str(self.dir / "ckpt"), "--step-log", str(self.log),
+               "--stop-file", str(self.stop), "--step-time", str(self.step_time), "--steps", "100000"]
+        env = dict(os.environ, DEMO_NODE=name, RDZV_SIM_TRACE=str(self.dir / f"trace-{name}.jsonl"),
+                   # torch 2.13's c10d cannot grow back while it shares its store with the
+                   # workers (stale keys under the same attempt prefix); hrw never shares
+                   TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1", OMP_NUM_THREADS="1",
+                   LOGLEVEL="WARNING", PYTHONUNBUFFERED="1",
+                   TORCH_CPP_LOG_LEVEL="ERROR")   # TCPStore warns on every 1 s wait slice
+        out = open(self.dir / f"agent-{name}.log", "ab")
+        t = time.time()
+        self.agents[name] = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                             start_new_session=True)
+        return t
+
+    def kill(self, name: str) -> float:
+        t = time.time()
+        _kill_tree(self.agents[name].pid)                     # the agent and its workers
+        self.agents[name].wait()
+        return t
+
+    def close(self) -> None:
+        for p in self.agents.values():
+            _kill_tree(p.pid)
+            p.wait()
+        if self.store is not None and self.store.is_alive():
+            self.store.kill()
+            self.store.join(5)
+
+    # --- waiting on the step log ------------------------------------------------------------
+    def until(self, what: str, pred) -> list[dict]:
+        deadline = time.time() + self.timeout
+        while time.time() < deadline:
+            steps = _steps(self.log)
+            if pred(steps):
+                return steps
+            dead = [n for n, p in self.agents.items() if p.poll() not in (None, -9)]
+            if dead and not self.stop.exists():
+                break
+            time.sleep(0.1)
+        raise DemoFailed(f"{self.backend}: timed out waiting for {what}\n{self.tails()}")
+
+    def tails(self, lines: int = 15) -> str:
+        out = []
+        for name in self.agents:
+            text = (self.dir / f"agent-{name}.log").read_text(errors="replace").splitlines()
+            out.append(f"--- agent {name} (rc={self.agents[name].poll()}) ---\n" + "\n".join(text[-lines:]))
+        return "\n".join(out)
+
+    # --- the story ---------------------------------------------------------------------------
+    def run(self) -> dict:
+        try:
+            self.start_store()
+            t_start = time.time()
+            for name, addr in zip("ABC", ADDRS):
+                self.start_agent(name, addr)
+            self.until("10 steps at world size 3",
+                       lambda s: sum(1 for x in s if x["world"] == 3 and x["rank"] == 0) >= 10)
+            t_first = min(x["t"] for x in _steps(self.log))
+            t_kill = self.kill("C")
+            s = self.until("5 steps at world size 2",
+                           lambda s: sum(1 for x in s if x["world"] == 2 and x["t"] > t_kill and x["rank"] == 0) >= 5)
+            t_w2 = min(x["t"] for x in s if x["world"] == 2 and x["t"] > t_kill)
+            t_join = self.start_agent("D", ADDRS[2])
+            s = self.until("5 steps at world size 3 again",
+                           lambda s: sum(1 for x in s if x["world"] == 3 and x["t"] > t_join and x["rank"] == 0) >= 5)
+            t_w3 = min(x["t"] for x in s if x["world"] == 3 and x["t"] > t_join)
+            self.stop.touch()
+            rcs = {}
+            for name in "ABD":
+                try:
+                    rcs[name] = self.agents[name].wait(timeout=self.timeout)
+                except subprocess.TimeoutExpired:
+                    raise DemoFailed(f"{self.backend}: agent {name} did not exit after the stop\n"
+                                     f"{self.tails()}") from None
+            steps = _steps(self.log)
+            return {"backend": self.backend, "startup_s": t_first - t_start, "recover_s": t_w2 - t_kill,
+                    "grow_s": t_w3 - t_join, "exit_codes": rcs, "segments": segments(steps),
+                    "steps": steps, "t_kill": t_kill, "t_join": t_join}
+        finally:
+            self.close()
+
+
+def segments(steps: list[dict]) -> list[dict]:
+    """Rank 0's run of steps per worker generation: world size, first step, resumed-from step."""
+    out: list[dict] = []
+    for x in sorted((x for x in steps if x["rank"] == 0), key=lambda x: x["t"]):
+        key = (x["world"], x["resumed_from"], x["host"], x["restart"])
+        if not out or out[-1]["key"] != key:
+            out.append({"key": key, "world": x["world"], "resumed_from": x["resumed_from"],
+                        "first": x["step"], "last": x["step"], "t0": x["t"]})
+        out[-1]["last"] = x["step"]
+    for s in out:
+        del s["key"]
+    return out
+
+
+def run_demo(backend: str, workdir, **kw) -> dict:
+    return Demo(backend, workdir, **kw).run()
+
+
+if __name__ == "__main__":
+    import tempfile
+    r = run_demo(sys.argv[1] if len(sys.argv) > 1 else "hrw", tempfile.mkdtemp(prefix="elastic-"))
+    r.pop("steps")
+    print(json.dumps(r, indent=1))

@@ -1,0 +1,284 @@
+"""`torchrun --rdzv-backend=hrw`: the project's protocol as a torchrun `RendezvousHandler`.
+
+Registered through the `torchrun.handlers` entry point (see pyproject.toml), so an installed
+project makes `torchrun --rdzv-backend=hrw --rdzv-endpoint=HOST:PORT --rdzv-id=JOB
+--nnodes=MIN:MAX ...` work. The handler drives the very generators the simulator drives
+(`rdzv_sim.protocols.hrw`) on the real runtime; nothing here decides membership.
+
+- A node is its host (`--local-addr`, else the host name; `node_name=` overrides), so an agent
+  that restarts on the same host replaces its old slot instead of counting twice.
+- Every joiner reserves a port for its workers' store and puts it in its descriptor; the closer
+  writes rank 0's address *and* port into every member's assignment, so a node that joins a
+  later round as a non-zero rank has MASTER_ADDR/MASTER_PORT with its rank (torch 2.13's own
+  handler can wait for a key nobody writes there).
+- `num_nodes_waiting` (called every monitor interval) reads a number a watcher thread keeps
+  current from blocking waits on the store: a late joiner, or the round ended by another member.
+- Values in the store are JSON text; nothing is unpickled.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from datetime import timedelta
+
+import torch.distributed as dist
+from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
+                                                      RendezvousConnectionError,
+                                                      RendezvousHandler, RendezvousInfo,
+                                                      RendezvousParameters, RendezvousStoreInfo,
+                                                      RendezvousTimeoutError)
+
+from rdzv_sim import ops as O
+from rdzv_sim.protocols.base import (NodeInfo, ProtocolConfig, RendezvousFailed,
+                                     RendezvousTimeout)
+from rdzv_sim.protocols.hrw import HrwProtocol
+
+from .runtime import RealRuntime
+
+DEFAULT_PORT = 29400
+# --rdzv-conf keys: ours, and torch c10d's (accepted so one --rdzv-conf serves both backends)
+FLOAT_KEYS = {"join_timeout", "last_call_timeout", "close_timeout", "confirm_timeout",
+              "close_grace", "hole_grace", "probe_interval", "probe_timeout", "read_timeout"}
+C10D_ONLY = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_libuv", "timeout"}
+OTHER_KEYS = {"is_host", "node_name", "trace_file", "max_attempts", "rank", "local_addr"}
+
+
+def _settings(params: RendezvousParameters) -> dict:
+    unknown = set(params.config) - FLOAT_KEYS - C10D_ONLY - OTHER_KEYS
+    if unknown:
+        raise ValueError(f"--rdzv-conf: unknown key(s) {sorted(unknown)} for the hrw backend; "
+                         f"known: {sorted(FLOAT_KEYS | OTHER_KEYS | C10D_ONLY)}")
+    out = {}
+    for k in FLOAT_KEYS:
+        v = params.config.get(k)
+        if v is not None:
+            try:
+                out[k] = float(v)
+            except ValueError:
+                raise ValueError(f"--rdzv-conf {k}={v!r}: expected a number of seconds") from None
+    return out
+
+
+def _endpoint(endpoint: str) -> tuple[str, int]:
+    host, _, port = (endpoint or "").rpartition(":")
+    if not host:
+        host, port = endpoint, ""
+    if not host:
+        raise ValueError("--rdzv-endpoint is required for the hrw backend (HOST[:PORT])")
+    try:
+        return host.strip("[]"), int(port) if port else DEFAULT_PORT
+    except ValueError:
+        raise ValueError(f"--rdzv-endpoint {endpoint!r}: the port is not a number") from None
+
+
+def _is_local(host: str) -> bool:
+    """torch c10d's rule: this machine's name or one of its addresses hosts the store."""
+    if host in ("localhost", socket.gethostname(), socket.getfqdn()) or host.startswith("127."):
+        return True
+    try:
+        return socket.gethostbyname(host) in socket.gethostbyname_ex(socket.gethostname())[2]
+    except OSError:
+        return False
+
+
+def _free_port(addr: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((addr, 0))
+        return s.getsockname()[1]
+
+
+class HrwRendezvousHandler(RendezvousHandler):
+    """torchrun's rendezvous contract over the `hrw` protocol and the real runtime."""
+
+    def __init__(self, params: RendezvousParameters):
+        s = _settings(params)
+        self.host, self.port = _endpoint(params.endpoint)
+        self.run_id = params.run_id
+        self.read_timeout = s.get("read_timeout", 60.0)
+        close = s.get("close_timeout", 30.0)
+        self.cfg = ProtocolConfig(
+            run_id=params.run_id, min_nodes=params.min_nodes, max_nodes=params.max_nodes,
+            join_timeout=s.get("join_timeout", 600.0), last_call_timeout=s.get("last_call_timeout", 30.0),
+            confirm_timeout=s.get("confirm_timeout", close), close_grace=s.get("close_grace", 2.0),
+            hole_grace=s.get("hole_grace", 1.0), probe_interval=s.get("probe_interval", 30.0),
+            probe_timeout=s.get("probe_timeout", 15.0))
+        self.protocol = HrwProtocol(self.cfg)
+        self.max_attempts = int(params.config.get("max_attempts", 20))
+        self.addr = params.local_addr or socket.getfqdn()
+        self.name = str(params.config.get("node_name") or self.addr)
+        self._trace = params.config.get("trace_file") or os.environ.get("RDZV_SIM_TRACE")
+        self._trace_lock = threading.Lock()
+        self._t0 = time.monotonic()
+        self._server = self._host_store(params.get_as_bool("is_host"))
+        self._client = None                      # the agent's store connection (RendezvousInfo.store)
+        self._last = None                        # the RoundResult of the round we are in
+        self._waiting = 0
+        self._watcher: tuple[threading.Thread, RealRuntime] | None = None
+        self.rt = self._runtime()
+
+    # --- plumbing ----------------------------------------------------------------------
+    def _host_store(self, is_host: bool | None):
+        """Host the store when told to, or (unset) when the endpoint is this machine and the
+        port is free, as torch c10d does; otherwise be a client."""
+        if is_host is False or (is_host is None and not _is_local(self.host)):
+            return None
+        try:
+            server = dist.TCPStore(self.host, self.port, is_master=True, wait_for_workers=False,
+                                   multi_tenant=True, timeout=timedelta(seconds=self.read_timeout),
+                                   use_libuv=True)
+            server.set("epoch", str(time.time()))
+            return server
+        except Exception as e:  # noqa: BLE001 - the port is taken: another agent hosts it
+            if is_host:
+                raise RendezvousConnectionError(
+                    f"is_host=true but the store cannot listen on {self.host}:{self.port}: {e}") from None
+            return None
+
+    def _emit(self, t, op) -> None:
+        if not self._trace:
+            return
+        line = json.dumps({"t": t, "wall": time.time(), "node": self.name, "event": op.event,
+                           "round": op.round, "rank": op.rank, "world_size": op.world_size,
+                           "detail": op.detail})
+        with self._trace_lock, open(self._trace, "a") as f:
+            f.write(line + "\n")
+
+    def _runtime(self) -> RealRuntime:
+        return RealRuntime(self.host, self.port, self._emit, op_timeout=self.read_timeout, t0=self._t0)
+
+    def _drive(self, gen):
+        """Run a protocol generator; store trouble becomes torchrun's connection error."""
+        try:
+            return self.rt.drive(gen)
+        except O.StoreError as e:
+            raise RendezvousConnectionError(f"hrw rendezvous lost the store: {e}") from None
+        except O.StoreTimeout as e:
+            raise RendezvousConnectionError(f"hrw rendezvous store timeout: {e}") from None
+
+    # --- torchrun's interface ----------------------------------------------------------
+    def get_backend(self) -> str:
+        return "hrw"
+
+    @property
+    def use_agent_store(self) -> bool:
+        """Workers bring up their own store on rank 0's reserved port, fresh each round."""
+        return False
+
+    def next_rendezvous(self) -> RendezvousInfo:
+        self._stop_watch()
+        if self._last is not None:          # leaving our round (restart, or nodes waiting): end it
+            self._drive(self.protocol.end_round_at(self._last.round, "rejoin"))
+            self._last = None
+        if self.is_closed():
+            raise RendezvousClosedError(f"the rendezvous {self.run_id!r} is closed")
+        node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=_free_port(self.addr))
+        for _ in range(self.max_attempts):
+            t = time.monotonic() - self._t0
+            self._emit(t, O.Emit("rendezvous_start"))
+            try:
+                result = self._drive(self.protocol.rendezvous(node))
+                break
+            except RendezvousFailed as e:
+                self._emit(time.monotonic() - self._t0, O.Emit("rendezvous_failed", detail={"reason": str(e)}))
+            except RendezvousTimeout as e:
+                raise RendezvousTimeoutError(str(e)) from None
+        else:
+            raise RendezvousTimeoutError(f"{self.max_attempts} rounds failed in a row")
+        self._emit(time.monotonic() - self._t0, O.Emit(
+            "rank_assigned", round=result.round, rank=result.rank, world_size=result.nnodes,
+            detail={"nnodes": result.nnodes, "master": result.master, "digest": result.digest,
+                    "latency": time.monotonic() - self._t0 - t}))
+        self._last, self._waiting = result, 0
+        self._start_watch(result, node)
+        store = dist.PrefixStore(f"rdzv/{self.run_id}/r{result.round}/agent/", self._agent_store())
+        return RendezvousInfo(store, result.rank, result.nnodes,
+                              RendezvousStoreInfo(result.master, result.master_port))
+
+    def _agent_store(self):
+        if self._client is None:
+            self._client = dist.TCPStore(self.host, self.port, is_master=False, wait_for_workers=False,
+                                         timeout=timedelta(seconds=self.read_timeout), use_libuv=True)
+        return self._client
+
+    def is_closed(self) -> bool:
+        return bool(self._drive(_check(self.protocol.prefix + "closed")))
+
+    def set_closed(self) -> None:
+        self._drive(_set(self.protocol.prefix + "closed", self.name))
+
+    def num_nodes_waiting(self) -> int:
+        return self._waiting
+
+    def get_run_id(self) -> str:
+        return self.run_id
+
+    def shutdown(self) -> bool:
+        self._stop_watch()
+        self.rt.close()
+        return True
+
+    # --- the watcher: keeps num_nodes_waiting current, answers probes ------------------
+    def _start_watch(self, result, node) -> None:
+        rt = self._runtime()
+        thread = threading.Thread(target=self._watch, args=(rt, result, node), daemon=True,
+                                  name="hrw-watch")
+        self._watcher = (thread, rt)
+        thread.start()
+
+    def _stop_watch(self) -> None:
+        if self._watcher is not None:
+            thread, rt = self._watcher
+            rt.signals.signal("stop")
+            thread.join(timeout=5.0)
+            rt.close()
+            self._watcher = None
+
+    def _watch(self, rt: RealRuntime, result, node) -> None:
+        try:
+            rt.drive(self._watch_gen(result, node))
+        except (O.StoreError, O.StoreTimeout):
+            pass                            # the agent learns of a lost store on its next call
+
+    def _watch_gen(self, result, node):
+        state, fired = None, set()
+        while True:
+            watch = [(op, r) for op, r in self.protocol.watch(result, state, node) if r not in fired]
+            idx, value = yield O.FirstOf(O.Local("stop"), *(op for op, _ in watch))
+            if idx == 0:
+                return
+            reason = watch[idx - 1][1]
+            if isinstance(value, O.StoreTimeout):
+                yield O.Sleep(1.0)
+                continue
+            if isinstance(value, BaseException):
+                return
+            if ":" in reason:               # a waiter asks whether this round has anyone alive
+                _, state = yield from self.protocol.answer(result, reason, node)
+                continue
+            fired.add(reason)
+            if reason == "nodes_waiting":
+                self._waiting = max(1, int((yield O.Add(f"{self.protocol.prefix}r{result.round}/waiting", 0))))
+            else:                           # the round ended (another member left it): rejoin
+                self._waiting = max(1, self._waiting)
+            self._emit(time.monotonic() - self._t0,
+                       O.Emit(reason, round=result.round, detail={"waiting": self._waiting}))
+
+
+def _check(key: str):
+    return (yield O.Check((key,)))
+
+
+def _set(key: str, value: str):
+    yield O.Set(key, value)
+
+
+def create_handler(params: RendezvousParameters) -> HrwRendezvousHandler:
+    return HrwRendezvousHandler(params)
+
+
+def handler_creator():
+    """The `torchrun.handlers` entry point: a zero-argument factory of the handler creator."""
+    return create_handler

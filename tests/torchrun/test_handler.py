@@ -1,0 +1,103 @@
+"""The `hrw` torchrun handler against a real TCPStore, in one process: the contract torchrun's
+agent relies on (registration, RendezvousInfo, num_nodes_waiting, closing, run ids apart)."""
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+from torch.distributed.elastic.rendezvous import RendezvousParameters  # noqa: E402
+from torch.distributed.elastic.rendezvous.api import RendezvousClosedError  # noqa: E402
+from torch.distributed.elastic.rendezvous.registry import get_rendezvous_handler  # noqa: E402
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module")
+def store():
+    s = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                      timeout=timedelta(seconds=30), use_libuv=True)
+    yield s
+
+
+def params(store, name, run_id="job", lo=2, hi=3, **conf):
+    conf = {"last_call_timeout": "0.5", "join_timeout": "20", "is_host": "false",
+            "read_timeout": "5", "node_name": name, **conf}
+    return RendezvousParameters("hrw", f"127.0.0.1:{store.port}", run_id, lo, hi,
+                                local_addr="127.0.0.1", **conf)
+
+
+def join_all(handlers):
+    out, errs = {}, []
+
+    def go(h):
+        try:
+            out[h] = h.next_rendezvous()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errs.append(e)
+    threads = [threading.Thread(target=go, args=(h,)) for h in handlers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errs, errs
+    return [out[h] for h in handlers]
+
+
+def test_registered_through_the_entry_point(store):
+    h = get_rendezvous_handler(params(store, "a"))
+    assert type(h).__name__ == "HrwRendezvousHandler"
+    assert h.get_backend() == "hrw" and h.get_run_id() == "job" and h.use_agent_store is False
+    h.shutdown()
+
+
+def test_bad_conf_names_the_key(store):
+    with pytest.raises(ValueError, match="last_cal_timeout"):
+        get_rendezvous_handler(params(store, "a", last_cal_timeout="3"))
+    with pytest.raises(ValueError, match="join_timeout"):
+        get_rendezvous_handler(params(store, "a", join_timeout="soon"))
+
+
+def test_ranks_store_waiting_and_a_late_non_zero_rank_gets_its_master(store):
+    hs = [get_rendezvous_handler(params(store, n, run_id="grow")) for n in ("n1", "n2")]
+    infos = join_all(hs)
+    assert sorted(i.rank for i in infos) == [0, 1] and {i.world_size for i in infos} == {2}
+    boot = {(i.bootstrap_store_info.master_addr, i.bootstrap_store_info.master_port) for i in infos}
+    assert len(boot) == 1 and next(iter(boot))[1] > 0        # rank 0's reserved port, for all
+    # the agent's store is per round: role info of this round cannot leak into the next
+    infos[0].store.set("torchelastic/role_info/0", b"x")
+    assert hs[0].num_nodes_waiting() == 0
+    late = get_rendezvous_handler(params(store, "n3", run_id="grow"))
+    t = threading.Thread(target=lambda: late_out.append(late.next_rendezvous()))
+    late_out = []
+    t.start()
+    deadline = time.monotonic() + 10
+    while hs[0].num_nodes_waiting() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)                  # a local read: the watcher thread keeps it current
+    assert hs[0].num_nodes_waiting() == 1 and hs[1].num_nodes_waiting() == 1
+    again = join_all(hs)                  # torchrun restarts both members at a monitor tick
+    t.join(20)
+    infos = again + late_out
+    assert len(infos) == 3 and sorted(i.rank for i in infos) == [0, 1, 2]
+    boot = {(i.bootstrap_store_info.master_addr, i.bootstrap_store_info.master_port) for i in infos}
+    assert len(boot) == 1                 # every member, the newcomer included, knows the master
+    assert not infos[0].store.check(["torchelastic/role_info/0"])
+    for h in (*hs, late):
+        assert h.num_nodes_waiting() == 0
+        h.shutdown()
+
+
+def test_run_ids_stay_apart_and_closing(store):
+    a = get_rendezvous_handler(params(store, "x", run_id="one", lo=1, hi=1))
+    b = get_rendezvous_handler(params(store, "y", run_id="two", lo=1, hi=1))
+    ia, ib = join_all([a, b])
+    assert ia.rank == ib.rank == 0 and ia.world_size == ib.world_size == 1
+    assert not a.is_closed()
+    a.set_closed()
+    assert a.is_closed() and not b.is_closed()
+    with pytest.raises(RendezvousClosedError):
+        a.next_rendezvous()
+    a.shutdown()
+    b.shutdown()
