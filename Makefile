@@ -23,6 +23,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_hrw.py
 	$(BIN)/python benchmarks/c10d_contention.py
+	$(BIN)/python benchmarks/torchrun_elastic.py
 
 reports: $(STAMP)
 	$(BIN)/python -m rdzv_sim.report.bundled reports/scenarios

@@ -80,6 +80,7 @@ class Demo:
         self.log, self.stop = self.dir / "steps.jsonl", self.dir / "STOP"
         self.step_time, self.monitor, self.timeout, self.conf = step_time, monitor_interval, timeout, conf
         self.agents: dict[str, subprocess.Popen] = {}
+        self.started: dict[str, float] = {}
         self.store = None
         self.port = 0
 
@@ -108,7 +109,7 @@ class Demo:
                    LOGLEVEL="WARNING", PYTHONUNBUFFERED="1",
                    TORCH_CPP_LOG_LEVEL="ERROR")   # TCPStore warns on every 1 s wait slice
         out = open(self.dir / f"agent-{name}.log", "ab")
-        t = time.time()
+        t = self.started[name] = time.time()
         self.agents[name] = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                              start_new_session=True)
         return t
@@ -176,7 +177,8 @@ class Demo:
             steps = _steps(self.log)
             return {"backend": self.backend, "startup_s": t_first - t_start, "recover_s": t_w2 - t_kill,
                     "grow_s": t_w3 - t_join, "exit_codes": rcs, "segments": segments(steps),
-                    "steps": steps, "t_kill": t_kill, "t_join": t_join}
+                    "steps": steps, "t_start": t_start, "t_kill": t_kill, "t_join": t_join,
+                    "started": dict(self.started), "dir": str(self.dir)}
         finally:
             self.close()
 
