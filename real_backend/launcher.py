@@ -1,7 +1,10 @@
 """Run a scenario for real: one OS process per node on its own loopback address (127.0.0.2,
 127.0.0.3, ...), a TCPStore server in a process of its own, and the scenario's faults done
 to those processes (crash = SIGKILL, pause = SIGSTOP/SIGCONT, restart, slow join, store crash,
-worker failure). The result has the simulator's tables, so every report and check works on it.
+store pause, worker failure, rack failure = every node of the rack). A partition goes through
+the TCP fault proxy (`proxy.py`): the cut nodes' store traffic is held, and SIGUSR2 freezes
+their collectives for as long (their peers' all-reduce times out, as across a real cut).
+The result has the simulator's tables, so every report and check works on it.
 """
 from __future__ import annotations
 
@@ -18,8 +21,11 @@ from rdzv_sim.scenario.load import load
 from rdzv_sim.trace import RunStats
 
 from . import node as node_mod
+from .proxy import FaultProxy
 
-UNSUPPORTED = {"partition", "rack_failure", "clock_skew"}   # need the TCP proxy (issue 5)
+# torch's c10d handler reads the host clock, which a process on this machine cannot skew;
+# hrw and static never read the wall clock, so a skew cannot change them
+UNSUPPORTED = {"clock_skew"}
 
 
 class RealRun:
@@ -28,7 +34,10 @@ class RealRun:
         self.sc = load(scenario)
         bad = sorted({f.kind for f in self.sc.faults} & UNSUPPORTED)
         if bad or self.sc.random_faults:
-            raise ValueError(f"the real launcher does not do {', '.join(bad) or 'random faults'} yet")
+            raise ValueError(f"the real launcher does not do {', '.join(bad) or 'random faults'}: "
+                             "torch's c10d reads the host clock, which cannot be skewed here, and "
+                             "hrw/static never read it" if bad else
+                             "the real launcher does not do random faults: list them under faults:")
         self.host = host
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="rdzv-real-"))
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -37,6 +46,7 @@ class RealRun:
         self.rows: list[tuple] = []
         self.store_proc = None
         self.port = store_port            # given: use that store (shared by several runs)
+        self.proxy = None                 # the fault proxy, when a fault needs it
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -63,7 +73,8 @@ class RealRun:
         if p is not None and p.is_alive():
             return
         spec = {"scenario": self.sc.model_dump(mode="json"), "name": name, "index": i,
-                "addr": f"127.0.0.{i + 2}", "host": self.host, "port": self.port, "t0": self.t0,
+                "addr": f"127.0.0.{i + 2}", "host": self.host,
+                "port": self.proxy.add(name) if self.proxy else self.port, "t0": self.t0,
                 "seed": self.sc.seed * 1000 + i, "events_path": str(self.dir / f"{name}.jsonl")}
         self.record(name, "node_start", {"why": why})
         p = self.ctx.Process(target=node_mod.main, args=(spec,), daemon=True)
@@ -86,6 +97,25 @@ class RealRun:
             os.kill(self.store_proc.pid, signal.SIGKILL)
             self.store_proc.join(5)
             self.record("store", "fault_store_crash", {"cause": cause})
+
+    def rack(self, r: int) -> list[int]:
+        """The nodes of rack r, as the simulator's topology places them."""
+        topo, n = self.sc.cluster.topology, self.sc.cluster.nodes
+        racks = topo.racks if topo.kind == "racks" else 1
+        return [i for i in range(n) if i * racks // n == r]
+
+    def partition(self, nodes: list[int], duration: float):
+        for i in nodes:
+            self.proxy.cut(self.name(i))
+            self._sig(i, signal.SIGUSR2, "fault_partition_node")
+        self.record("network", "fault_partition", {"hosts": [self.name(i) for i in nodes],
+                                                   "duration": duration})
+
+    def heal(self, nodes: list[int]):
+        for i in nodes:
+            self.proxy.heal(self.name(i))
+            self._sig(i, signal.SIGUSR2, "partition_node_healed")
+        self.record("network", "partition_healed", {"hosts": len(nodes)})
 
     # --- the run -----------------------------------------------------------------------
     def plan(self):
@@ -113,6 +143,15 @@ class RealRun:
                 steps.append((f.at + f.duration, lambda: self._store_sig(signal.SIGCONT, "store_resumed")))
             elif k == "worker_failure":
                 steps.append((f.at, lambda f=f: self._usr1(f.node)))
+            elif k == "partition":
+                nodes = f.nodes if f.nodes is not None else self.rack(f.rack)
+                steps.append((f.at, lambda f=f, n=nodes: self.partition(n, f.duration)))
+                steps.append((f.at + f.duration, lambda n=nodes: self.heal(n)))
+            elif k == "rack_failure":
+                steps.append((f.at, lambda f=f: [self.crash(i, "rack_failure") for i in self.rack(f.rack)]))
+                if f.repair is not None:
+                    steps.append((f.at + f.repair, lambda f=f: [self.start_node(i, "restart")
+                                                               for i in self.rack(f.rack)]))
             elif k == "pause":
                 steps.append((f.at, lambda f=f: self._sig(f.node, signal.SIGSTOP, "fault_pause",
                                                           {"duration": f.duration})))
@@ -137,6 +176,8 @@ class RealRun:
         self.t0 = time.monotonic()
         if self.port is None:
             self.start_store()
+        if any(f.kind == "partition" for f in self.sc.faults):
+            self.proxy = FaultProxy(self.host, self.port)
         t_start = time.perf_counter()
         try:
             for at, action in self.plan():
@@ -158,6 +199,8 @@ class RealRun:
                 os.kill(self.store_proc.pid, signal.SIGCONT)
                 self.store_proc.kill()
                 self.store_proc.join(5)
+            if self.proxy is not None:
+                self.proxy.close()
         return self.tables(time.perf_counter() - t_start)
 
     def tables(self, wall: float) -> RunResult:

@@ -1,7 +1,8 @@
 """One real node: an OS process running the elastic agent over a real TCPStore.
 
 Started by the launcher with the `spawn` method; writes its trace events as JSON lines.
-SIGUSR1 means "your workers failed" (the launcher's worker_failure fault).
+SIGUSR1 means "your workers failed" (the launcher's worker_failure fault); SIGUSR2 starts or
+heals a partition for the workers (their collectives stall while cut off).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def main(spec: dict) -> None:
     rt = RealRuntime(spec["host"], spec["port"], emit, op_timeout=sc.store.op_timeout, t0=spec["t0"],
                      seed=spec["seed"], workers=GlooWorkers(sc.protocol.run_id, sc.agent.collective_timeout))
     signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))
+    signal.signal(signal.SIGUSR2, lambda *_: rt.workers.toggle_frozen())   # partition / heal
     if sc.protocol.name == "c10d":             # for real, c10d is torch's own handler
         from .torch_c10d import run_torch_agent
         why = run_torch_agent(spec, sc, rt)

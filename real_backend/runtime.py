@@ -106,6 +106,7 @@ class RealRuntime:
         except Exception as e:  # noqa: BLE001
             if _is_timeout(e):
                 raise O.StoreTimeout(str(e)) from None
+            self.store = None                     # a broken connection is not reused
             raise O.StoreError(f"store call failed: {e}") from None
 
     # --- driving a generator -----------------------------------------------------------

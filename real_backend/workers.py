@@ -20,6 +20,13 @@ class GlooWorkers:
         self._stop = threading.Event()
         self._thread = None
         self.pg = None
+        self.frozen = threading.Event()      # set while the node is cut off (a partition)
+
+    def toggle_frozen(self) -> None:
+        """SIGUSR2 from the launcher: a partition starts or heals. A cut node's collectives
+        stall (its peers' all-reduce times out); after the heal they run, and fail if the
+        peers have left."""
+        (self.frozen.clear if self.frozen.is_set() else self.frozen.set)()
 
     def start(self, op, rt) -> None:
         import torch
@@ -55,6 +62,8 @@ class GlooWorkers:
     def _train(self, rt, pg, stop: threading.Event) -> None:
         import torch
         while not stop.wait(self.step):
+            if self.frozen.is_set():
+                continue
             try:
                 pg.allreduce([torch.ones(1, device=self.device)]).wait()
             except Exception:  # noqa: BLE001 - a peer died or left

@@ -128,3 +128,22 @@ def test_gpu_check_runs_without_a_gpu_and_needs_few_dependencies():
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert r.stdout.count(" True") == 4 and "static" in r.stdout and "hrw" in r.stdout
+
+
+def test_partition_through_the_proxy_reforms_and_heals():
+    """Node 2 is cut off from the store (proxy) and its peers (frozen collectives) for 8 s: the
+    others re-form at 2 once their all-reduce times out, and node 2 comes back after the heal."""
+    sc = scenario("real-partition", 30, [{"kind": "partition", "nodes": [2], "at": 9, "duration": 8}])
+    sc["agent"]["collective_timeout"] = 3
+    r = run_real(sc)
+    assert r.rounds.nnodes.tolist() == [3, 2, 3], r.events[["t", "node", "event"]].to_string()
+    assert r.rounds.consistent.all()
+    report = check_safety({"events": r.events, "rounds": r.rounds}, load(sc))
+    assert not report.unexpected, [str(v) for v in report.unexpected]
+    second = r.rounds.iloc[1]
+    assert 9 + 3 <= second["end"] < 9 + 8                  # after the collective timeout, before the heal
+    assert r.rounds.iloc[2]["end"] > 9 + 8
+    import rdzv_sim                                          # and the simulator agrees
+    sim = rdzv_sim.run(sc)
+    assert sim.rounds.nnodes.tolist() == [3, 2, 3]
+    assert [sorted(m) for m in sim.rounds.members] == [sorted(m) for m in r.rounds.members]

@@ -1,0 +1,112 @@
+"""A small TCP fault proxy between each node and the store (loopback only), after Toxiproxy.
+
+Each node gets a listening port of its own that forwards to the store; per node, the proxy can
+add latency to every chunk in both directions, *cut* the link (a silent partition: bytes are
+held, not delivered, so calls hang as they do when packets are dropped; a heal delivers them,
+as TCP's retransmissions would) or *reset* it (close every connection: the peer sees a
+connection error at once). It runs an asyncio loop on a thread of the launcher; the control
+methods are thread-safe.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+CHUNK = 65536
+
+
+class _Link:
+    """One node's faults: a delay, a cut (an Event that is clear while cut), its connections."""
+
+    def __init__(self):
+        self.delay = 0.0
+        self.open = asyncio.Event()
+        self.open.set()
+        self.writers: set[asyncio.StreamWriter] = set()
+
+
+class FaultProxy:
+    def __init__(self, upstream_host: str, upstream_port: int, listen_host: str = "127.0.0.1"):
+        self.upstream = (upstream_host, upstream_port)
+        self.listen_host = listen_host
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="fault-proxy")
+        self._thread.start()
+        self.links: dict[str, _Link] = {}
+        self.ports: dict[str, int] = {}
+        self._servers = []
+
+    def _run(self, coro, timeout: float = 10.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    # --- control (any thread) --------------------------------------------------------
+    def add(self, name: str) -> int:
+        """A listening port that forwards `name`'s connections to the store."""
+        if name not in self.ports:
+            self.ports[name] = self._run(self._listen(name))
+        return self.ports[name]
+
+    def set_delay(self, name: str, seconds: float) -> None:
+        self.loop.call_soon_threadsafe(setattr, self.links[name], "delay", max(0.0, seconds))
+
+    def cut(self, name: str) -> None:
+        self.loop.call_soon_threadsafe(self.links[name].open.clear)
+
+    def heal(self, name: str) -> None:
+        self.loop.call_soon_threadsafe(self.links[name].open.set)
+
+    def reset(self, name: str) -> None:
+        async def go():
+            for w in list(self.links[name].writers):
+                w.transport.abort()
+        self._run(go())
+
+    def close(self) -> None:
+        async def go():
+            for s in self._servers:
+                s.close()
+            for link in self.links.values():
+                link.open.set()
+                for w in list(link.writers):
+                    w.transport.abort()
+        try:
+            self._run(go(), timeout=5.0)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5.0)
+
+    # --- the loop ------------------------------------------------------------------------
+    async def _listen(self, name: str) -> int:
+        link = self.links[name] = _Link()
+        server = await asyncio.start_server(lambda r, w: self._serve(link, r, w), self.listen_host, 0)
+        self._servers.append(server)
+        return server.sockets[0].getsockname()[1]
+
+    async def _serve(self, link: _Link, reader, writer) -> None:
+        link.writers.add(writer)
+        up_writer = None
+        try:
+            await link.open.wait()                  # a cut link does not even reach the store
+            up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+            link.writers.add(up_writer)
+            await asyncio.gather(self._pump(link, reader, up_writer), self._pump(link, up_reader, writer))
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            for w in (writer, up_writer):
+                if w is not None:
+                    link.writers.discard(w)
+                    w.transport.abort()
+
+    @staticmethod
+    async def _pump(link: _Link, reader, writer) -> None:
+        while True:
+            data = await reader.read(CHUNK)
+            if not data:
+                writer.transport.abort()            # one side closed: close the other
+                return
+            if link.delay:
+                await asyncio.sleep(link.delay)
+            await link.open.wait()                  # held while cut, delivered on heal
+            writer.write(data)
+            await writer.drain()
