@@ -180,6 +180,8 @@ def validate(
     set_: List[str] = typer.Option([], "--set", help="Override a field: key.path=value (repeatable)."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", "-c",
                                                help="A file from `rdzv-sim calibrate` to merge under the scenario."),
+    torch_static: bool = typer.Option(False, "--torch-static",
+                                      help="For a static scenario: the real side is torch's StaticTCPRendezvous."),
 ):
     """Simulate the scenario and run it for real (processes, TCPStore, gloo), then compare."""
     from .scenario.load import ScenarioError, load
@@ -197,7 +199,7 @@ def validate(
         _fail([f"validate needs the real backend and torch (pip install 'rdzv-sim[real]'): {e}"], 1)
     target = out or Path("reports/validation") / sc.name
     try:
-        verdict = do_validate(sc, target)
+        verdict = do_validate(sc, target, torch_static=torch_static)
     except ValueError as e:
         _fail([str(e)])
     t = Table(title=f"{sc.name}: simulated vs real", header_style="bold")

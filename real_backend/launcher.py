@@ -30,8 +30,13 @@ UNSUPPORTED = {"clock_skew"}
 
 class RealRun:
     def __init__(self, scenario, workdir: str | Path | None = None, host: str = "127.0.0.1",
-                 store_port: int | None = None):
+                 store_port: int | None = None, torch_static: bool = False):
         self.sc = load(scenario)
+        if torch_static and self.sc.protocol.name != "static":
+            raise ValueError("torch_static is the baseline of protocol 'static'; this scenario "
+                             f"runs {self.sc.protocol.name!r}")
+        # torch's StaticTCPRendezvous: its store listens on node 0's address, on this port
+        self.static_port = _free_port("127.0.0.2") if torch_static else None
         bad = sorted({f.kind for f in self.sc.faults} & UNSUPPORTED)
         if bad or self.sc.random_faults:
             raise ValueError(f"the real launcher does not do {', '.join(bad) or 'random faults'}: "
@@ -75,7 +80,8 @@ class RealRun:
         spec = {"scenario": self.sc.model_dump(mode="json"), "name": name, "index": i,
                 "addr": f"127.0.0.{i + 2}", "host": self.host,
                 "port": self.proxy.add(name) if self.proxy else self.port, "t0": self.t0,
-                "seed": self.sc.seed * 1000 + i, "events_path": str(self.dir / f"{name}.jsonl")}
+                "seed": self.sc.seed * 1000 + i, "events_path": str(self.dir / f"{name}.jsonl"),
+                "static_addr": "127.0.0.2", "static_port": self.static_port}
         self.record(name, "node_start", {"why": why})
         p = self.ctx.Process(target=node_mod.main, args=(spec,), daemon=True)
         p.start()
@@ -218,6 +224,16 @@ class RealRun:
         return build(sc, rows, stats)
 
 
-def run_real(scenario, workdir=None, store_port: int | None = None) -> RunResult:
-    """Run `scenario` with real processes and a real TCPStore; returns the trace tables."""
-    return RealRun(scenario, workdir, store_port=store_port).run()
+def _free_port(addr: str) -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind((addr, 0))
+        return s.getsockname()[1]
+
+
+def run_real(scenario, workdir=None, store_port: int | None = None,
+             torch_static: bool = False) -> RunResult:
+    """Run `scenario` with real processes and a real TCPStore; returns the trace tables.
+    `c10d` runs torch's own handler; `torch_static=True` runs torch's static rendezvous
+    instead of the project's `static` model."""
+    return RealRun(scenario, workdir, store_port=store_port, torch_static=torch_static).run()

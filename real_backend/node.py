@@ -32,8 +32,8 @@ def main(spec: dict) -> None:
                      seed=spec["seed"], workers=GlooWorkers(sc.protocol.run_id, sc.agent.collective_timeout))
     signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))
     signal.signal(signal.SIGUSR2, lambda *_: rt.workers.toggle_frozen())   # partition / heal
-    if sc.protocol.name == "c10d":             # for real, c10d is torch's own handler
-        from .torch_c10d import run_torch_agent
+    if sc.protocol.name == "c10d" or spec.get("static_port"):   # torch's own handler, for real
+        from .torch_baselines import run_torch_agent
         why = run_torch_agent(spec, sc, rt)
     else:
         info = NodeInfo(spec["name"], spec["addr"], 1, spec["index"], pid=os.getpid())

@@ -80,18 +80,25 @@ def _html(out: Path, name: str, verdict: dict, table: pd.DataFrame) -> None:
         f"<a href='real/report.html'>real</a>.</p></body></html>")
 
 
-def validate(scenario, out: str | Path) -> dict:
+def validate(scenario, out: str | Path, torch_static: bool = False) -> dict:
+    """Simulate and run for real, compare. `torch_static`: the real side of a `static` scenario
+    is torch's own StaticTCPRendezvous (as `c10d`'s always is torch's handler)."""
     sc = load(scenario)
+    if torch_static and sc.protocol.name != "static":
+        raise ValueError(f"--torch-static compares the static model with torch's static "
+                         f"rendezvous; this scenario runs {sc.protocol.name!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sim = run_sim(sc)
-    real = run_real(sc)                       # node logs go to a temporary folder
+    real = run_real(sc, torch_static=torch_static)     # node logs go to a temporary folder
     sim.save(out / "sim")
     real.save(out / "real")
     table, verdict = compare(sim, real)
     table.to_csv(out / "latency_comparison.csv", index=False)
     deterministic = sc.protocol.name in ("static", "hrw")
     verdict["protocol"], verdict["deterministic"] = sc.protocol.name, deterministic
+    verdict["real_side"] = ("torch DynamicRendezvousHandler" if sc.protocol.name == "c10d" else
+                            "torch StaticTCPRendezvous" if torch_static else "this project's protocol")
     verdict["passed"] = (not deterministic) or (verdict["same_round_count"] and verdict["same_members_and_ranks"])
     lines = [f"# Validation of {sc.name}: simulated vs real", "",
              f"Protocol `{sc.protocol.name}`, {sc.cluster.nodes} nodes (real: one process each on "

@@ -147,3 +147,14 @@ def test_partition_through_the_proxy_reforms_and_heals():
     sim = rdzv_sim.run(sc)
     assert sim.rounds.nnodes.tolist() == [3, 2, 3]
     assert [sorted(m) for m in sim.rounds.members] == [sorted(m) for m in r.rounds.members]
+
+
+def test_torch_static_baseline_agrees_with_the_static_model():
+    sc = scenario("real-static-torch", 12, protocol="static")
+    r = run_real(sc, torch_static=True)
+    ra = r.events[r.events.event == "rank_assigned"].sort_values("rank")
+    assert ra.node.tolist() == ["node0", "node1", "node2"]      # rank = node index, as ours
+    pg = r.events[r.events.event == "pg_ready"]
+    assert len(pg) == 3 and all(d["allreduce_ok"] for d in details(pg))
+    with pytest.raises(ValueError, match="baseline of protocol 'static'"):
+        run_real(scenario("x", 5), torch_static=True)

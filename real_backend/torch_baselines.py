@@ -1,0 +1,118 @@
+"""torch's own rendezvous handlers in a real node process: the baselines the models are compared
+with. `c10d` is torch's DynamicRendezvousHandler over the harness's store; `static` (with
+`run_real(..., torch_static=True)`) is torch's StaticTCPRendezvous, whose store listens on
+rank 0's host as torchrun's static backend does. Both write the same trace events as our agent,
+so validation, reports and checkers treat them like any other run.
+
+The loop follows torchrun's `_invoke_run`: rendezvous, start workers (a gloo group here), then
+every monitor interval look at the workers (a failed all-reduce = failed) and at
+`num_nodes_waiting()`; restart on either, using up a restart only for failures.
+"""
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+
+from rdzv_sim.ops import Emit, StartWorkers
+from rdzv_sim.protocols.base import digest
+
+
+def c10d_handler(spec: dict, sc):
+    """torch's DynamicRendezvousHandler on a client of the harness's store; describe() reads
+    its state (private, for the trace only) for the round and the members in rank order."""
+    import torch.distributed as dist
+    from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import C10dRendezvousBackend
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (
+        DynamicRendezvousHandler, RendezvousTimeout)
+    p = sc.protocol
+    client = dist.TCPStore(spec["host"], spec["port"], is_master=False, wait_for_workers=False,
+                           timeout=timedelta(seconds=sc.store.op_timeout), use_libuv=True)
+    backend = C10dRendezvousBackend(client, p.run_id)
+    handler = DynamicRendezvousHandler.from_backend(
+        run_id=p.run_id, store=client, backend=backend, min_nodes=sc.min_nodes,
+        max_nodes=sc.max_nodes, local_addr=spec["addr"],
+        timeout=RendezvousTimeout(join=timedelta(seconds=p.join_timeout),
+                                  last_call=timedelta(seconds=max(p.last_call_timeout, 1e-3)),
+                                  heartbeat=timedelta(seconds=p.keep_alive_interval)),
+        keep_alive_interval=p.keep_alive_interval,
+        keep_alive_max_attempt=p.keep_alive_max_attempt)
+
+    def describe(info):
+        state = handler._state_holder.state
+        members = sorted(state.participants, key=lambda d: state.participants[d])
+        return state.round, members[0].addr, [repr(d) for d in members]
+    return handler, describe
+
+
+def static_handler(spec: dict, sc):
+    """torch's StaticTCPRendezvous: node i is rank i of a fixed world; rank 0 hosts its store."""
+    from torch.distributed.elastic.rendezvous.static_tcp_rendezvous import StaticTCPRendezvous
+    n = sc.cluster.nodes
+    handler = StaticTCPRendezvous(spec["static_addr"], spec["static_port"], spec["index"], n,
+                                  sc.protocol.run_id, int(sc.protocol.join_timeout))
+
+    def describe(info):
+        return 0, spec["static_addr"], [f"node{i}" for i in range(n)]
+    return handler, describe
+
+
+def run_torch_agent(spec: dict, sc, rt) -> str:
+    os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
+    from torch.distributed.elastic.rendezvous import api as rdzv_api
+
+    a = sc.agent
+
+    def emit(event, **kw):
+        rt.emit(rt.now(), Emit(event, **kw))
+
+    def exit_(reason, why=""):
+        if why:
+            emit(reason, detail={"reason": why[:300]})
+        emit("agent_exit", detail={"reason": reason})
+        return reason
+
+    try:
+        make = static_handler if sc.protocol.name == "static" else c10d_handler
+        handler, describe = make(spec, sc)
+    except Exception as e:  # noqa: BLE001
+        return exit_("store_lost", repr(e))
+    restarts = 0
+    while True:
+        t_join = rt.now()
+        emit("rendezvous_start", detail={"restarts": restarts})
+        try:
+            info = handler.next_rendezvous()
+        except rdzv_api.RendezvousClosedError as e:
+            return exit_("rendezvous_closed", repr(e))
+        except rdzv_api.RendezvousTimeoutError as e:
+            return exit_("rendezvous_timeout", repr(e))
+        except Exception as e:  # noqa: BLE001 - connection errors, a dead store
+            return exit_("store_lost", repr(e))
+        rnd, master, members = describe(info)
+        rank, world = info.rank, info.world_size
+        emit("confirmed", round=rnd, rank=rank)
+        emit("rank_assigned", round=rnd, rank=rank, world_size=world,
+             detail={"nnodes": world, "first_rank": rank, "master": master,
+                     "digest": digest(members), "latency": rt.now() - t_join})
+        rt.workers.start(StartWorkers(rnd, rank, world, world, master), rt)
+        emit("workers_started", round=rnd, rank=rank, world_size=world)
+        reason = None
+        while reason is None:
+            time.sleep(a.monitor_interval)
+            if rt.signals.take("workers_failed") or rt.signals.take("peer_failed"):
+                reason = "peer_failed"
+                break
+            try:
+                if handler.num_nodes_waiting() > 0:
+                    reason = "nodes_waiting"
+            except Exception as e:  # noqa: BLE001
+                rt.workers.stop()
+                return exit_("store_lost", repr(e))
+        rt.workers.stop()
+        emit("round_left", round=rnd, rank=rank, detail={"reason": reason})
+        if reason == "peer_failed":
+            restarts += 1
+            if restarts > a.max_restarts:
+                handler.shutdown()
+                return exit_("max_restarts")
