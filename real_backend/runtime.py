@@ -19,6 +19,10 @@ import numpy as np
 from rdzv_sim import ops as O
 
 SLICE = 1.0          # a FirstOf store branch re-checks its cancel flag this often
+# torch 2.13: about every 25th TCPStore client a process creates takes 5 s to construct (one
+# takes half a millisecond), and concurrent constructions queue behind it. So connections are
+# made one at a time and kept: FirstOf branches reuse spares, `prepare` makes them up front.
+_CONNECT_LOCK = threading.Lock()
 
 
 class Signals:
@@ -63,6 +67,18 @@ class RealRuntime:
         self.store = None                 # connected on first use, so a failure reaches the protocol
         self._spare: list = []            # idle second connections for FirstOf branches
         self._spare_lock = threading.Lock()
+        self.ops = 0                      # store operations issued (FirstOf branches included)
+
+    def prepare(self, spares: int = 2) -> None:
+        """Connect now (the main connection and `spares` for FirstOf branches), not mid-round."""
+        if self.store is None:
+            self.store = self._connect()
+        with self._spare_lock:
+            have = len(self._spare)
+        for _ in range(max(0, spares - have)):
+            conn = self._connect()
+            with self._spare_lock:
+                self._spare.append(conn)
 
     def close(self) -> None:
         """Drop the connections and let the worker threads end (a hung call is abandoned)."""
@@ -77,8 +93,9 @@ class RealRuntime:
         import torch.distributed as dist
 
         def make():
-            return dist.TCPStore(self.host, self.port, is_master=False, wait_for_workers=False,
-                                 timeout=timedelta(seconds=self.op_timeout), use_libuv=True)
+            with _CONNECT_LOCK:
+                return dist.TCPStore(self.host, self.port, is_master=False, wait_for_workers=False,
+                                     timeout=timedelta(seconds=self.op_timeout), use_libuv=True)
         fut = self.pool.submit(make)
         try:
             return fut.result(timeout=self.op_timeout + 1.0)
@@ -159,6 +176,7 @@ class RealRuntime:
             f"{op!r} has no real-runtime implementation (c10d runs as torch's own handler for real)")
 
     def store_op(self, op, timeout: float | None = None):
+        self.ops += 1
         t = type(op)
         if t is O.Set:
             return self._call(lambda s: s.set(op.key, op.value.encode()))
@@ -202,7 +220,7 @@ class RealRuntime:
             with self._spare_lock:
                 store = self._spare.pop() if self._spare else None
             if store is None:
-                store = self._call(lambda s: s.clone())
+                store = self._connect()
             keys = [op.key] if isinstance(op, O.Get) else list(op.keys)
             limit = op.timeout if op.timeout is not None else self.op_timeout
             start = time.monotonic()
@@ -243,6 +261,7 @@ class RealRuntime:
             elif t is O.Local:
                 locals_[i] = ("local", br.name)
             elif t in (O.Get, O.Wait, O.MultiGet):
+                self.ops += 1
                 futures[i] = self.pool.submit(self._branch, br, cancel)
             else:
                 raise TypeError(f"FirstOf cannot wait on {br!r} in the real runtime")

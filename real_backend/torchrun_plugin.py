@@ -117,6 +117,7 @@ class HrwRendezvousHandler(RendezvousHandler):
         self._last = None                        # the RoundResult of the round we are in
         self._waiting = 0
         self._watcher: tuple[threading.Thread, RealRuntime] | None = None
+        self._watch_rt: RealRuntime | None = None
         self.rt = self._runtime()
 
     # --- plumbing ----------------------------------------------------------------------
@@ -217,12 +218,17 @@ class HrwRendezvousHandler(RendezvousHandler):
 
     def shutdown(self) -> bool:
         self._stop_watch()
-        self.rt.close()
+        for rt in (self.rt, self._watch_rt):
+            if rt is not None:
+                rt.close()
         return True
 
     # --- the watcher: keeps num_nodes_waiting current, answers probes ------------------
     def _start_watch(self, result, node) -> None:
-        rt = self._runtime()
+        # one watcher runtime for the handler's life: its connections are reused every round
+        # (creating TCPStore clients is slow now and then; see runtime.py)
+        rt = self._watch_rt = self._watch_rt or self._runtime()
+        rt.signals.clear()
         thread = threading.Thread(target=self._watch, args=(rt, result, node), daemon=True,
                                   name="hrw-watch")
         self._watcher = (thread, rt)
@@ -233,7 +239,6 @@ class HrwRendezvousHandler(RendezvousHandler):
             thread, rt = self._watcher
             rt.signals.signal("stop")
             thread.join(timeout=5.0)
-            rt.close()
             self._watcher = None
 
     def _watch(self, rt: RealRuntime, result, node) -> None:

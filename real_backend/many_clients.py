@@ -1,0 +1,131 @@
+"""Many clients on one real store: a few processes, each running many nodes as threads, every
+node on TCPStore connections of its own, so the store sees 256 to 1,024 clients on one machine.
+
+One `hrw` round with min = max = N (it closes the moment the N-th node joins). Every node
+connects before the start signal, so what is timed is the rendezvous, not the handshakes.
+Measured: the round's wall time (start -> last rank known), store operations and their rate,
+and the CPU the store process and the client processes used over that time. A store busy
+close to one core (TCPStore's libuv loop is one thread) limited the rate; otherwise the clients
+(Python threads under the GIL, on the cores left) did. Usage:
+    python -m real_backend.many_clients 256 512 1024 [--procs 4]
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import threading
+import time
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def _client_proc(conn, host: str, port: int, indices: list[int], n: int, run_id: str):
+    """One client process: one thread per node; reports (index, t0, t1, rank, digest, ops)."""
+    from rdzv_sim.protocols.base import NodeInfo, ProtocolConfig
+    from rdzv_sim.protocols.hrw import HrwProtocol
+
+    from .runtime import RealRuntime
+
+    proto = HrwProtocol(ProtocolConfig(run_id=run_id, min_nodes=n, max_nodes=n, join_timeout=300,
+                                       confirm_timeout=120, last_call_timeout=1, close_grace=30,
+                                       hole_grace=0.2))
+    go = threading.Event()
+    results, lock = [], threading.Lock()
+    runtimes = {}
+    for i in indices:
+        rt = RealRuntime(host, port, lambda *a: None, op_timeout=120.0)
+        rt.prepare(spares=2)                      # connect now, not inside the timed round
+        runtimes[i] = rt
+
+    def node(i):
+        rt = runtimes[i]
+        go.wait()
+        t0 = time.monotonic()
+        try:
+            res = rt.drive(proto.rendezvous(NodeInfo(f"n{i:05d}", f"10.0.{i // 256}.{i % 256}", 1, i)))
+            out = (i, t0, time.monotonic(), res.rank, res.digest, rt.ops, "")
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            out = (i, t0, time.monotonic(), -1, "", rt.ops, repr(e)[:200])
+        with lock:
+            results.append(out)
+
+    threads = [threading.Thread(target=node, args=(i,), daemon=True) for i in indices]
+    for t in threads:
+        t.start()
+    conn.send(("ready", os.getpid()))
+    start_at = conn.recv()                        # a shared monotonic instant
+    time.sleep(max(0.0, start_at - time.monotonic()))
+    go.set()
+    for t in threads:
+        t.join(300)
+    conn.send(("done", results))
+    conn.close()
+    os._exit(0)                                   # abandoned store threads must not block exit
+
+
+def run(n: int, procs: int = 4, host: str = "127.0.0.1") -> dict:
+    from .node import store_main
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    store = ctx.Process(target=store_main, args=(child, host), daemon=True)
+    store.start()
+    port = parent.recv()
+    clients = []
+    try:
+        for p in range(procs):
+            a, b = ctx.Pipe()
+            proc = ctx.Process(target=_client_proc,
+                               args=(b, host, port, list(range(p, n, procs)), n, f"many-{n}"), daemon=True)
+            proc.start()
+            clients.append((proc, a))
+        pids = [a.recv()[1] for _, a in clients]
+        start_at = time.monotonic() + 0.5
+        cpu0 = {pid: cpu_seconds(pid) for pid in [store.pid, *pids]}
+        for _, a in clients:
+            a.send(start_at)
+        results = []
+        for _, a in clients:
+            if not a.poll(400):
+                raise TimeoutError(f"N={n}: a client process did not finish within 400 s")
+            results += a.recv()[1]
+        cpu1 = {pid: cpu_seconds(pid) for pid in [store.pid, *pids]}
+    finally:
+        for proc, _ in clients:
+            proc.kill()
+        store.kill()
+    errors = [r[6] for r in results if r[6]]
+    t0, t1 = min(r[1] for r in results), max(r[2] for r in results)
+    wall = t1 - t0
+    ops = sum(r[5] for r in results)
+    store_cpu = cpu1[store.pid] - cpu0[store.pid]
+    client_cpu = sum(cpu1[p] - cpu0[p] for p in pids)
+    cores = os.cpu_count() or 1
+    store_util = store_cpu / wall
+    bound = "store" if store_util > 0.8 else "clients"
+    return {"n": n, "procs": procs, "wall_s": wall, "ops": ops, "ops_per_s": ops / wall,
+            "store_cpu_util": store_util, "client_cpu_util": client_cpu / wall, "cores": cores,
+            "limited_by": bound, "ranks_ok": sorted(r[3] for r in results) == list(range(n)),
+            "one_digest": len({r[4] for r in results}) == 1, "errors": errors[:3],
+            "latency_p50": sorted(r[2] - r[1] for r in results)[len(results) // 2]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Many real clients on one TCPStore (one hrw round).")
+    ap.add_argument("n", type=int, nargs="+")
+    ap.add_argument("--procs", type=int, default=4)
+    a = ap.parse_args(argv)
+    for n in a.n:
+        r = run(n, a.procs)
+        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
+
+
+if __name__ == "__main__":
+    main()
