@@ -21,8 +21,15 @@ class Tracer:
 
     def __init__(self):
         self.rows: list[tuple] = []
+        # a requeued job starts on a fresh store at round 0 again; the tables number rounds
+        # across requeues (the job's attempts), so this offset is added to every round
+        self.round_offset = 0
+        self.max_round = -1
 
     def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
+        if rnd is not None:
+            rnd += self.round_offset
+            self.max_round = max(self.max_round, rnd)
         self.rows.append((float(t), node, event, rnd, rank, world_size,
                           json.dumps(detail, sort_keys=True, separators=(",", ":")) if detail else ""))
 
@@ -154,6 +161,8 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "store_bytes": int(stats.store_bytes),
         "store_background_util_max": round(float(stats.store_background_util_max), 6),
         "agents_exited": int(len(exits)),
+        "requeues": int((events["event"] == "job_requeued").sum()),
+        "nodes_excluded": int((events["event"] == "node_excluded").sum()),
         "store_lost": bool((events["event"] == "store_lost").any()),
         "running_fraction": running_fraction(events, stats.duration),
         "goodput": (goodput(training_spans(events, stats.duration), stats.duration,

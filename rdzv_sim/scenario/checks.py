@@ -6,12 +6,13 @@ from .schema import Scenario
 
 def problems(sc: Scenario) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
-    n = sc.cluster.nodes
+    n = sc.hosts                      # faults may name the hot spares too
     racks = sc.cluster.topology.racks if sc.cluster.topology.kind == "racks" else 0
 
     def node(path, idx):
         if not 0 <= idx < n:
-            out.append((path, f"node {idx} does not exist (the cluster has nodes 0..{n - 1})"))
+            out.append((path, f"node {idx} does not exist (the cluster has nodes 0..{n - 1}"
+                               + (f", spares included" if sc.scheduler.hot_spares else "") + ")"))
 
     if sc.cluster.topology.kind == "racks" and racks > n:
         out.append((("cluster", "topology", "racks"), f"{racks} racks for only {n} nodes"))
@@ -23,10 +24,19 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
     if sc.min_nodes > sc.max_nodes:
         out.append((("protocol", "min_nodes"),
                     f"min_nodes ({sc.min_nodes}) must not exceed max_nodes ({sc.max_nodes})"))
-    if sc.min_nodes > n:
-        out.append((("protocol", "min_nodes"), f"min_nodes ({sc.min_nodes}) exceeds the cluster's {n} nodes"))
-    if p.name == "static" and not (sc.min_nodes == sc.max_nodes == n):
+    if sc.min_nodes > sc.cluster.nodes:
+        out.append((("protocol", "min_nodes"),
+                    f"min_nodes ({sc.min_nodes}) exceeds the cluster's {sc.cluster.nodes} nodes"))
+    if p.name == "static" and not (sc.min_nodes == sc.max_nodes == sc.cluster.nodes):
         out.append((("protocol", "name"), "static rendezvous needs min_nodes == max_nodes == cluster.nodes"))
+    if sc.scheduler.hot_spares and p.name == "static":
+        out.append((("scheduler", "hot_spares"), "a static world cannot take a spare in a failed rank's place"))
+    for i, rf in enumerate(sc.random_faults):
+        if getattr(rf, "requeue", False):
+            if rf.scope != "job":
+                out.append((("random_faults", i, "requeue"), "only a job-scope interruption requeues the job"))
+            if sc.scheduler.requeue_delay is None:
+                out.append((("random_faults", i, "requeue"), "requeue needs scheduler.requeue_delay"))
     for i, f in enumerate(sc.faults):
         base = ("faults", i)
         if hasattr(f, "node"):

@@ -87,6 +87,19 @@ class Training(Strict):
     checkpoint_cost: NonNegativeFloat = 60.0      # seconds each checkpoint stalls training
 
 
+class Scheduler(Strict):
+    """The cluster scheduler around the job (Slurm, Kubernetes): warm spares, requeueing a job
+    that died, draining hosts that keep failing."""
+    # extra hosts started with the job beyond max_nodes: their agents wait, warm, and a failed
+    # member's place goes to one of them at the next round (torchrun's --nnodes=MIN:MAX + spares)
+    hot_spares: Annotated[int, Field(ge=0)] = 0
+    # when the job is dead (no agent left, or a job-level interruption that requeues), the
+    # scheduler starts every host's agent again after this long; None: the job stays dead
+    requeue_delay: NonNegativeFloat | None = None
+    # a host that failed this many times is drained: never repaired, restarted or requeued
+    exclude_after: PositiveInt | None = None
+
+
 class Outputs(Strict):
     dir: str | None = None                      # default: runs/<name>
     formats: list[Literal["parquet", "csv"]] = ["parquet", "csv"]
@@ -179,6 +192,9 @@ class Interruptions(Strict):
     per: PositiveFloat | None = None             # seconds the count is for (default: the run)
     scope: Literal["node", "rack", "job"] = "node"
     repair: PositiveFloat | None = 600.0
+    # job scope only: the job is killed and requeued by the scheduler (scheduler.requeue_delay)
+    # instead of its workers failing in place (a planned restart, a bad software push)
+    requeue: bool = False
 
 
 def _random_kind(v) -> str:
@@ -202,9 +218,15 @@ class Scenario(Strict):
     agent: Agent = Agent()
     shards: Shards = Shards()
     training: Training | None = None
+    scheduler: Scheduler = Scheduler()
     faults: list[Fault] = []
     random_faults: list[RandomFault] = []
     outputs: Outputs = Outputs()
+
+    @property
+    def hosts(self) -> int:
+        """Hosts simulated: the job's nodes and the scheduler's hot spares."""
+        return self.cluster.nodes + self.scheduler.hot_spares
 
     @property
     def min_nodes(self) -> int:

@@ -93,6 +93,11 @@ def interruptions(sim, spec, rng: np.random.Generator):
         yield env.timeout(float(rng.exponential(mean_gap)))
         if spec.scope == "job":
             sim.trace.record(env.now, "job", "fault_job_interruption", detail={"cause": spec.cause})
+            if spec.requeue:                 # the scheduler kills the job and queues it again
+                for node in sim.nodes.values():
+                    sim.stop(node)
+                sim.scheduler.requeue(f"interruption:{spec.cause}")
+                continue
             for node in sim.nodes.values():
                 if node.alive and node.running_round is not None:
                     node.signal("workers_failed")

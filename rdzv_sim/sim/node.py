@@ -21,6 +21,7 @@ class SimNode:
     ctx_round: int | None = None         # the round its store traffic counts toward
     conn_last: float = 0.0               # last request arrival: one TCP connection keeps order
     incarnation: int = 0
+    failures: int = 0                    # crashes so far (the scheduler drains repeat offenders)
     warm: int = -1                       # incarnation whose code paths are warm (cold_start paid)
     pending: set = field(default_factory=set)       # signals that came while nobody waited
     waiters: dict = field(default_factory=dict)     # signal name -> simpy.Event

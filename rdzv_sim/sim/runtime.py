@@ -86,7 +86,7 @@ class SimRuntime:
             return self.cfg.wall_epoch + env.now + node.clock_skew
         if t is O.Emit:
             if op.round is not None:
-                node.ctx_round = op.round
+                node.ctx_round = op.round + self.trace.round_offset
             self.trace.record(env.now, node.name, op.event, op.round, op.rank, op.world_size,
                               op.detail)
             return None

@@ -15,6 +15,7 @@ from ..trace import RunStats, Tracer
 from . import faults, network
 from .network import Network
 from .node import SimNode
+from .scheduler import Scheduler
 from .runtime import RuntimeConfig, SimRuntime
 from .store import ServiceModel, StoreServer
 
@@ -38,7 +39,7 @@ class Simulation:
         self._events = _count_events(env)
         seeds = np.random.SeedSequence(sc.seed).spawn(4)
         rng_net, self.rng_start, rng_faults = (np.random.default_rng(s) for s in seeds[:3])
-        n = sc.cluster.nodes
+        n = sc.hosts                                     # the job's nodes and its hot spares
         width = len(str(n - 1))
         hosts = [f"node{i:0{width}d}" for i in range(n)]
         topo = sc.cluster.topology
@@ -68,6 +69,7 @@ class Simulation:
         self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
                       for i, h in enumerate(hosts)}
         self.runtime.nodes = self.nodes
+        self.scheduler = Scheduler(self)
         self.runtime.load_bin = max(1.0, sc.duration / 2000)
         self._schedule(rng_faults)
 
@@ -79,11 +81,11 @@ class Simulation:
         sc, env = self.sc, self.env
         late = {f.node: f.delay for f in sc.faults if f.kind == "slow_join"}
         first = sc.cluster.start_nodes if sc.cluster.start_nodes is not None else sc.cluster.nodes
-        offsets = self.rng_start.uniform(0.0, sc.cluster.start_spread, size=sc.cluster.nodes)
+        offsets = self.rng_start.uniform(0.0, sc.cluster.start_spread, size=sc.hosts)
         for i, h in enumerate(self.hosts):
             if i in late:
                 env.process(self._start_at(self.nodes[h], late[i], "slow_join"))
-            elif i < first:
+            elif i < first or i >= sc.cluster.nodes:      # hot spares start with the job
                 env.process(self._start_at(self.nodes[h], float(offsets[i]), "start"))
         for f in sc.faults:
             if f.kind != "slow_join":
@@ -93,7 +95,7 @@ class Simulation:
                 env.process(faults.interruptions(
                     self, rf, np.random.default_rng(int(rng_faults.integers(2**63)))))
                 continue
-            targets = rf.nodes if rf.nodes is not None else range(sc.cluster.nodes)
+            targets = rf.nodes if rf.nodes is not None else range(sc.hosts)
             rngs = [np.random.default_rng(s) for s in
                     np.random.SeedSequence(int(rng_faults.integers(2**63))).spawn(len(targets))]
             for i, rng in zip(targets, rngs):
@@ -106,7 +108,7 @@ class Simulation:
 
     # --- what faults do ------------------------------------------------------------
     def start(self, node: SimNode, why: str) -> None:
-        if node.alive:
+        if node.alive or not self.scheduler.may_start(node, why):
             return
         node.alive, node.paused = True, 0
         node.incarnation += 1
@@ -125,7 +127,22 @@ class Simulation:
             except simpy.Interrupt:
                 gen.close()
                 return "killed"
-        return (yield from self.runtime.drive(node, gen, incarnation))
+        why = yield from self.runtime.drive(node, gen, incarnation)
+        if node.incarnation == incarnation:
+            node.process = None
+            self.scheduler.agent_ended()
+        return why
+
+    def stop(self, node: SimNode) -> None:
+        """The scheduler ends a host's agent (not a failure: nothing is counted against it)."""
+        if not node.alive:
+            return
+        self.trace.record(self.env.now, node.name, "agent_stopped", node.running_round)
+        node.alive = False
+        self.runtime.node_died(node)
+        if node.process is not None and node.process.is_alive:
+            node.process.interrupt("stop")
+        node.running_round = None
 
     def crash(self, node: SimNode, cause: str) -> None:
         if not node.alive:
@@ -133,6 +150,7 @@ class Simulation:
         self.trace.record(self.env.now, node.name, "fault_crash", node.running_round,
                           detail={"cause": cause})
         node.alive = False
+        self.scheduler.failed(node)
         self.runtime.node_died(node)
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")

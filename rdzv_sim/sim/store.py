@@ -62,6 +62,14 @@ class StoreServer:
         self.waiters.clear()
         self.change_waiters.clear()
 
+    def restart(self) -> None:
+        """A new, empty store (a requeued job gets a fresh one)."""
+        self.data.clear()
+        self.background.clear()
+        self.alive, self.paused = True, False
+        if not self.unpaused.triggered:
+            self.unpaused.succeed()
+
     # --- background load (polling and heartbeats the simulator does not tick) -----------
     def set_background(self, source: str, rate: float, nbytes: int = 0) -> None:
         if rate > 0:

@@ -1,0 +1,58 @@
+"""The cluster scheduler around a simulated job: requeueing a dead job, draining bad hosts.
+
+Hot spares need no code here: they are extra hosts started with the job beyond `max_nodes`,
+whose agents wait (warm) until a member fails and the next round admits them, exactly as
+torchrun's spare nodes do. What the scheduler adds:
+- *requeue*: once no agent is left (they exited: max restarts, rendezvous timeout, a lost
+  store) or a job-level interruption kills the job, every host that is not drained gets its
+  agent started again after `requeue_delay`, on a fresh store (its rounds count from 0
+  again; the tables number rounds across attempts);
+- *drain*: a host that failed `exclude_after` times is never started again.
+"""
+from __future__ import annotations
+
+
+class Scheduler:
+    def __init__(self, sim):
+        self.sim = sim
+        self.cfg = sim.sc.scheduler
+        self.pending = False                 # a requeue is scheduled
+        self.excluded: set[str] = set()
+
+    def failed(self, node) -> None:
+        """A host failed (crash of any cause): count it, drain it at the limit."""
+        node.failures += 1
+        limit = self.cfg.exclude_after
+        if limit is not None and node.failures >= limit and node.name not in self.excluded:
+            self.excluded.add(node.name)
+            self.sim.trace.record(self.sim.env.now, node.name, "node_excluded",
+                                  detail={"failures": node.failures})
+
+    def may_start(self, node, why: str) -> bool:
+        return why == "start" or node.name not in self.excluded
+
+    def agent_ended(self) -> None:
+        """An agent returned: if none is left running, the job is dead; requeue it."""
+        if any(n.alive and n.process is not None and n.process.is_alive
+               for n in self.sim.nodes.values()):
+            return
+        self.requeue("no_agent_left")
+
+    def requeue(self, why: str) -> None:
+        if self.cfg.requeue_delay is None or self.pending:
+            return
+        self.pending = True
+        self.sim.trace.record(self.sim.env.now, "job", "job_failed", detail={"why": why})
+        self.sim.env.process(self._requeue())
+
+    def _requeue(self):
+        sim = self.sim
+        yield sim.env.timeout(self.cfg.requeue_delay)
+        self.pending = False
+        sim.trace.record(sim.env.now, "job", "job_requeued")
+        sim.store.restart()                  # a new job attempt: a fresh store, rounds from 0
+        sim.trace.round_offset = sim.trace.max_round + 1
+        for node in sim.nodes.values():
+            if node.alive:                   # an agent that exited: its host is up, restart it
+                sim.stop(node)
+            sim.start(node, "requeue")
