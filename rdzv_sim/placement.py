@@ -44,6 +44,8 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     out["shards_moved_min"] = []
     if count == 0 or rounds.empty:
         return pd.DataFrame({k: pd.Series(v, dtype="int64") for k, v in out.items()}, index=rounds.index)
+    if len(rounds) == 1:                 # nothing to move from: no placement to compute
+        return pd.DataFrame({k: [0] for k in out}, index=rounds.index)
     keys = np.arange(count)
     kh = kernels.hash_keys(keys, seed)
     ra = events[events["event"] == "rank_assigned"]

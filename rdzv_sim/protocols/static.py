@@ -1,13 +1,14 @@
 """torchrun's `static` rendezvous / init_process_group(init_method="env://").
 
-A fixed world: node i is group rank i; every node sets its key and waits for all of them.
-A rank that never comes makes everyone time out at the join deadline. The attempt number
+A fixed world: node i is group rank i; every node sets its key, counts itself in, and waits
+until all n have: O(1) store work each (rank 0 alone reads the n keys, for the trace). A rank
+that never comes makes everyone time out at the join deadline. The attempt number
 lives in the store so that a restart (all nodes re-entering) uses fresh keys.
 """
 from __future__ import annotations
 
-from ..ops import Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep, Wait
-from .base import INF, NodeInfo, Protocol, RendezvousTimeout, RoundResult, digest, watch_key
+from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep
+from .base import NodeInfo, Protocol, RendezvousTimeout, RoundResult, digest, watch_key
 
 
 class StaticProtocol(Protocol):
@@ -31,26 +32,38 @@ class StaticProtocol(Protocol):
         yield Emit("join", round=rnd, detail={"slot": node.index + 1})
         yield Set(self._k(rnd, f"rank{node.index}"), node.encode())
         yield Emit("confirmed", round=rnd, rank=node.index)
-        keys = tuple(self._k(rnd, f"rank{i}") for i in range(n))
-        # wait for every rank, unless a restarted rank ends this world first (then start anew)
+        # the barrier is a counter (TCPStore's wait_for_workers counts its clients): the n-th
+        # arrival opens it; each node does O(1) store work, rank 0 alone reads all n keys
+        if (yield Add(self._k(rnd, "count"), 1)) == n:
+            yield Set(self._k(rnd, "all"), "1")
+        value = yield from self._await(rnd, "all", deadline, node)
+        if value is None:
+            return (yield from self.rendezvous(node, deadline))
+        world, first = n * node.nproc, node.index * node.nproc      # torchrun static: same nproc
+        dg = digest([f"static:{self.cfg.run_id}:{rnd}:{n}"])        # the members are ranks 0..n-1
+        if node.index == 0:
+            keys = tuple(self._k(rnd, f"rank{i}") for i in range(n))
+            infos = [NodeInfo.decode(t) for t in (yield MultiGet(keys))]
+            yield Emit("round_closed", round=rnd, world_size=world,
+                       detail={"members": sorted(i.name for i in infos), "count": n, "holes": 0})
+            return RoundResult(rnd, 0, n, world, 0, node.addr, dg)
+        # rank 0's key is there (it set it before counting itself in, on one connection), even
+        # if rank 0 has died since: as with env://, the survivors learn that in init
+        master = NodeInfo.decode((yield MultiGet((self._k(rnd, "rank0"),)))[0]).addr
+        return RoundResult(rnd, node.index, n, world, first, master, dg)
+
+    def _await(self, rnd: int, name: str, deadline: float, node: NodeInfo):
+        """The value of key `name` of round `rnd`; None if a restarted rank ended the round
+        first (start anew); RendezvousTimeout at the join deadline."""
         now = yield Now()
-        idx, value = yield FirstOf(Wait(keys, timeout=INF), watch_key(self._k(rnd, "end")),
+        idx, value = yield FirstOf(watch_key(self._k(rnd, name)), watch_key(self._k(rnd, "end")),
                                    Sleep(max(0.0, deadline - now)))
         if isinstance(value, BaseException):
             raise value
-        if idx == 1:
-            return (yield from self.rendezvous(node, deadline))
         if idx == 2:
-            raise RendezvousTimeout(f"static rendezvous: not all {n} ranks arrived in "
-                                    f"{self.cfg.join_timeout:g} s")
-        infos = [NodeInfo.decode(t) for t in (yield MultiGet(keys))]
-        world = sum(i.nproc for i in infos)
-        first = sum(i.nproc for i in infos[: node.index])
-        if node.index == 0:
-            yield Emit("round_closed", round=rnd, world_size=world,
-                       detail={"members": sorted(i.name for i in infos), "count": n, "holes": 0})
-        return RoundResult(rnd, node.index, n, world, first, infos[0].addr,
-                           digest(i.name for i in infos))
+            raise RendezvousTimeout(f"static rendezvous: not all {self.cfg.max_nodes} ranks arrived "
+                                    f"in {self.cfg.join_timeout:g} s")
+        return value if idx == 0 else None
 
     def watch(self, result: RoundResult, state=None, node=None):
         return [(watch_key(self._k(result.round, "end")), "round_ended")]

@@ -26,6 +26,7 @@ class SimNode:
     pending: set = field(default_factory=set)       # signals that came while nobody waited
     waiters: dict = field(default_factory=dict)     # signal name -> simpy.Event
     branches: list = field(default_factory=list)    # FirstOf branch processes in flight
+    cancels: list = field(default_factory=list)     # cancel() of FirstOf read branches in flight
 
     @property
     def name(self) -> str:

@@ -251,35 +251,54 @@ class SimRuntime:
                 raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
 
     def store_call(self, node: SimNode, op):
-        env, store = self.env, self.store
+        """One request/reply on the node's connection: latency there, the store's FIFO queue
+        and service, latency back. Two SimPy events for a plain call (arrival, reply)."""
+        env, store, net = self.env, self.store, self.net
         deadline = env.now + self.cfg.op_timeout
         nbytes = payload(op)
         self._account(node, nbytes)
-        yield from self._until_clear(node, deadline)
-        arrival = max(env.now + self.net.latency(node.name), node.conn_last)
+        if store.paused or not net.reachable(node.name, store.host):
+            yield from self._until_clear(node, deadline)
+        arrival = max(env.now + net.latency(node.name), node.conn_last)
         node.conn_last = arrival
         if type(op) is O.Set:                        # fire and forget: the client moves on
-            env.process(self._serve(node, op, arrival, nbytes))
+            ev = env.timeout(arrival - env.now)
+            ev.callbacks.append(lambda _ev: self._deliver_set(node, op, nbytes))
             return None
         yield env.timeout(arrival - env.now)
-        result = yield from self._serve(node, op, arrival, nbytes, deadline)
-        # the reply is lost while the client is cut off: it hangs until its deadline
-        yield from self._until_clear(node, max(deadline, env.now + self.cfg.op_timeout))
-        yield env.timeout(self.net.latency(node.name))
-        return result
-
-    def _serve(self, node: SimNode, op, arrival: float, nbytes: int, deadline=math.inf):
-        env, store = self.env, self.store
-        if env.now < arrival:
-            yield env.timeout(arrival - env.now)
-        if not store.alive:
-            raise O.StoreError(f"{node.name}: connection refused: the store is down")
-        yield from self._until_clear(node, deadline)
-        with store.queue.request() as req:
-            yield req
-            yield env.timeout(store.service_time(nbytes))
+        result, leaves = yield from self._serve(node, op, nbytes, deadline)
+        if leaves > env.now:
+            yield env.timeout(leaves - env.now)
         if not store.alive:
             raise O.StoreError(f"{node.name}: connection reset: the store went down")
+        # the reply is lost while the client is cut off: it hangs until its deadline
+        if not net.reachable(node.name, store.host):
+            yield from self._until_clear(node, max(deadline, env.now + self.cfg.op_timeout))
+        yield env.timeout(net.latency(node.name))
+        return result
+
+    def _deliver_set(self, node: SimNode, op, nbytes: int) -> None:
+        """A fire-and-forget set reaches the store: applied now, or (paused, cut off) when
+        the way clears, as TCP would deliver it; a dead store drops it."""
+        store = self.store
+        if not store.alive:
+            return
+        if store.paused or not self.net.reachable(node.name, store.host):
+            self.env.process(self._serve(node, op, nbytes))
+            return
+        store.admit(self.env.now, nbytes)
+        store.apply(op)
+
+    def _serve(self, node: SimNode, op, nbytes: int, deadline=math.inf):
+        """At the store, on arrival: (result, when the reply leaves). One FIFO server, computed
+        rather than queued (start = max(arrival, server free)); effects apply in arrival order,
+        which is the service order, so every client sees what a FIFO store would show it."""
+        env, store = self.env, self.store
+        if not store.alive:
+            raise O.StoreError(f"{node.name}: connection refused: the store is down")
+        if store.paused or not self.net.reachable(node.name, store.host):
+            yield from self._until_clear(node, deadline)
+        leaves = store.admit(env.now, nbytes)
         needed = store.keys_needed(op)
         if needed and store.missing(needed):
             timeout = op.timeout if op.timeout is not None else self.cfg.op_timeout
@@ -296,7 +315,10 @@ class SimRuntime:
             except simpy.Interrupt:
                 store.unpark(ev, needed)
                 raise
-        return store.apply(op)
+            if not store.alive:
+                raise O.StoreError(f"{node.name}: connection reset: the store went down")
+            leaves = env.now
+        return store.apply(op), leaves
 
     # --- FirstOf: a second connection, timers, local signals -------------------------
     def _branch(self, node: SimNode, op):
@@ -307,9 +329,92 @@ class SimRuntime:
         except (O.StoreTimeout, O.StoreError) as e:
             return e
 
+    def _read_branch(self, node: SimNode, op):
+        """A blocking read as a FirstOf branch, run by callbacks instead of a process (the
+        common watch: cheap to start, cheap to cancel). Same timing as `store_call`: latency
+        there, FIFO service or a parked wait, latency back. Returns (event, cancel)."""
+        env, store, net = self.env, self.store, self.net
+        done = env.event()
+        st = {"off": False, "parked": None, "proc": None}
+        nbytes = payload(op)
+        self._account(node, nbytes)
+
+        def finish(value):
+            if not st["off"] and not done.triggered:
+                done.succeed(value)
+
+        def reply(leaves):
+            st["parked"] = None
+            result = store.apply(op)
+            env.timeout(leaves - env.now + net.latency(node.name)).callbacks.append(
+                lambda _e: finish(result) if store.alive else
+                finish(O.StoreError(f"{node.name}: connection reset: the store went down")))
+
+        def woke(ev):
+            if st["off"] or st["parked"] is None:
+                return
+            if not ev.ok:                       # the store crashed under the wait
+                st["parked"] = None
+                finish(ev.value)
+                return
+            reply(env.now)
+
+        def expire(_e):
+            if st["off"] or st["parked"] is None:
+                return
+            store.unpark(*st["parked"])
+            st["parked"] = None
+            finish(O.StoreTimeout(f"{node.name}: wait for {op_keys[0]!r} timed out after {limit:g} s"))
+
+        def arrive(_e):
+            if st["off"]:
+                return
+            if not store.alive or store.paused or not net.reachable(node.name, store.host):
+                proc = st["proc"] = env.process(self._branch_at_store(node, op, nbytes))
+                proc.callbacks.append(lambda p: finish(p.value if p.ok else p.value))
+                proc.defused = True
+                return
+            leaves = store.admit(env.now, nbytes)
+            if store.missing(op_keys):
+                ev = store.park(op_keys)
+                st["parked"] = (ev, op_keys)
+                ev.callbacks.append(woke)
+                if math.isfinite(limit):
+                    env.timeout(limit).callbacks.append(expire)
+            else:
+                reply(leaves)
+
+        def cancel():
+            st["off"] = True
+            if st["parked"] is not None:
+                store.unpark(*st["parked"])
+                st["parked"] = None
+            proc = st["proc"]
+            if proc is not None and proc.is_alive:
+                proc.interrupt()
+                proc.defused = True
+
+        op_keys = store.keys_needed(op)
+        limit = op.timeout if op.timeout is not None else self.cfg.op_timeout
+        arrival = max(env.now + net.latency(node.name), node.conn_last)
+        node.conn_last = arrival
+        env.timeout(arrival - env.now).callbacks.append(arrive)
+        return done, cancel
+
+    def _branch_at_store(self, node: SimNode, op, nbytes: int):
+        """The slow path of a read branch that arrived at a paused, cut-off or dead store."""
+        try:
+            result, leaves = yield from self._serve(node, op, nbytes, self.env.now + self.cfg.op_timeout)
+            if leaves > self.env.now:
+                yield self.env.timeout(leaves - self.env.now)
+            yield self.env.timeout(self.net.latency(node.name))
+            return result
+        except (O.StoreTimeout, O.StoreError) as e:
+            return e
+
     def first_of(self, node: SimNode, op: O.FirstOf):
         env = self.env
-        events, procs, signals = [], [], []
+        events, procs, signals, cancels = [], [], [], []
         for br in op.branches:
             t = type(br)
             if t is O.Sleep:
@@ -317,13 +422,17 @@ class SimRuntime:
             elif t is O.Local:
                 ev = node.signal_event(env, br.name)
                 signals.append(br.name)
-            elif t in O.BLOCKING_OPS or t in O.STORE_OPS or t is O.Changed:
+            elif t in O.BLOCKING_OPS:
+                ev, cancel = self._read_branch(node, br)
+                cancels.append(cancel)
+            elif t in O.STORE_OPS or t is O.Changed:
                 ev = env.process(self._branch(node, br))
                 procs.append(ev)
             else:
                 raise TypeError(f"FirstOf cannot wait on {br!r}")
             events.append(ev)
         node.branches.extend(procs)
+        node.cancels.extend(cancels)
         cond = env.any_of(events)
         try:
             got = yield cond
@@ -334,6 +443,9 @@ class SimRuntime:
                     p.interrupt()
                     p.defused = True
                 node.branches.remove(p)
+            for c in cancels:
+                c()
+                node.cancels.remove(c)
             for name in signals:
                 ev = node.waiters.get(name)
                 if ev is not None and not ev.triggered:
@@ -349,4 +461,7 @@ class SimRuntime:
                 p.interrupt()
                 p.defused = True
         node.branches.clear()
+        for c in node.cancels:
+            c()
+        node.cancels.clear()
         node.waiters.clear()

@@ -1,7 +1,9 @@
 """`Simulation`: a scenario turned into a SimPy world of hosts, a store, a network and faults."""
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -30,6 +32,22 @@ def _count_events(env: simpy.Environment) -> list:
         step()
     env.step = counted
     return counter
+
+
+@contextmanager
+def quiet_gc():
+    """SimPy makes many short-lived objects, and the cyclic collector's scans of a heap of
+    10^5 live generators cost more than the simulation itself (a 10,000-node round: 12 s with
+    the default thresholds, 4.5 s without). Collect rarely while running; restore after."""
+    old = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(200_000, 50, 1000)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
 
 
 class Simulation:
@@ -210,10 +228,11 @@ class Simulation:
         """Run to the scenario's duration; `progress(t)` is called `slices` times."""
         t0 = time.perf_counter()
         end = self.sc.duration
-        for i in range(1, slices + 1):
-            self.env.run(until=end * i / slices)
-            if progress is not None:
-                progress(self.env.now)
+        with quiet_gc():
+            for i in range(1, slices + 1):
+                self.env.run(until=end * i / slices)
+                if progress is not None:
+                    progress(self.env.now)
         return RunStats(duration=end, protocol=self.sc.protocol.name, nodes=self.sc.cluster.nodes,
                         sim_events=self._events[0], wall_s=time.perf_counter() - t0,
                         store_ops=self.runtime.total_ops, store_bytes=self.runtime.total_bytes,

@@ -1,4 +1,4 @@
-"""The store server model: one FIFO queue, service time that grows with payload bytes.
+"""The store server model: one FIFO server, service time that grows with payload bytes.
 
 It keeps TCPStore's semantics (see rdzv_sim.ops) over a dict of text values. Blocking
 reads park a waiter event on their keys; a write wakes exactly the waiters it completes.
@@ -40,7 +40,8 @@ class StoreServer:
         self.env = env
         self.host = host
         self.service = service
-        self.queue = simpy.Resource(env, capacity=1)
+        self.free_at = 0.0                       # when the single server finishes its queue
+        self._rho = 0.0                          # background utilization (kept, not summed per call)
         self.data: dict[str, str] = {}
         self.waiters: dict[str, dict] = {}       # key -> {event: keys} (insertion-ordered)
         self.change_waiters: dict[str, list] = {}   # key -> [(event, value it must differ from)]
@@ -66,6 +67,7 @@ class StoreServer:
         """A new, empty store (a requeued job gets a fresh one)."""
         self.data.clear()
         self.background.clear()
+        self._rho = 0.0
         self.alive, self.paused = True, False
         if not self.unpaused.triggered:
             self.unpaused.succeed()
@@ -76,15 +78,23 @@ class StoreServer:
             self.background[source] = (rate, nbytes)
         else:
             self.background.pop(source, None)
-        self.max_utilization = max(self.max_utilization, self.utilization())
+        self._rho = sum(r * self.service.time(b) for r, b in self.background.values())
+        self.max_utilization = max(self.max_utilization, self._rho)
 
     def utilization(self) -> float:
-        return sum(r * self.service.time(b) for r, b in self.background.values())
+        return self._rho
+
+    def admit(self, now: float, nbytes: int) -> float:
+        """A request arrives now: FIFO, one server. Returns when its service ends."""
+        start = now if now > self.free_at else self.free_at
+        self.free_at = start + self.service_time(nbytes)
+        return self.free_at
 
     def service_time(self, nbytes: int) -> float:
         """Foreground service time, stretched by the background load (M/M/1: 1/(1-rho))."""
-        rho = min(self.utilization(), 0.95)
-        return self.service.time(nbytes) / (1.0 - rho)
+        if not self._rho:
+            return self.service.base + self.service.per_byte * nbytes
+        return self.service.time(nbytes) / (1.0 - min(self._rho, 0.95))
 
     def pause(self) -> None:
         if not self.paused:
