@@ -71,9 +71,11 @@ def main():
               "mostly idle: the rate is the clients', so the real store's limit lies above it.",
               "", "The simulator models the store's service time only, not the clients' CPU, so it "
               "predicts the round the store alone would allow; the gap is the clients' overhead.",
-              "", "Found on the way: torch 2.13 takes 5 s to construct about every 25th TCPStore "
-              "client of a process (one takes half a millisecond), so the runtime makes its "
-              "connections one at a time and keeps them (`RealRuntime.prepare`)."]
+              "", "Found on the way: now and then a TCPStore client takes 5 s to construct (one takes "
+              "half a millisecond): torch resolves the peer's name (getnameinfo), and on a "
+              "machine whose DNS resolver does not answer that waits out the resolver's 5 s "
+              "timeout. The runtime makes its connections one at a time and keeps them "
+              "(`RealRuntime.prepare`)."]
     (ROOT / "reports" / "many_clients.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -19,9 +19,11 @@ import numpy as np
 from rdzv_sim import ops as O
 
 SLICE = 1.0          # a FirstOf store branch re-checks its cancel flag this often
-# torch 2.13: about every 25th TCPStore client a process creates takes 5 s to construct (one
-# takes half a millisecond), and concurrent constructions queue behind it. So connections are
-# made one at a time and kept: FirstOf branches reuse spares, `prepare` makes them up front.
+# Now and then a TCPStore client takes 5 s to construct (one takes half a millisecond): torch
+# looks up the peer's name (getnameinfo of ::ffff:127.0.0.1), and on a machine whose DNS
+# resolver does not answer, that waits for the resolver's 5 s timeout (strace shows it).
+# Concurrent constructions queue behind it. So connections are made one at a time and kept:
+# FirstOf branches reuse spares, `prepare` makes them up front.
 _CONNECT_LOCK = threading.Lock()
 
 
