@@ -70,7 +70,8 @@ class RealRun:
         self.port = parent.recv()
 
     def name(self, i: int) -> str:
-        return f"node{i}"
+        """The simulator's host names (zero-padded past 10 nodes): HRW ranks follow names."""
+        return f"node{i:0{len(str(self.sc.cluster.nodes - 1))}d}"
 
     def start_node(self, i: int, why: str):
         name = self.name(i)

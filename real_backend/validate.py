@@ -46,8 +46,9 @@ def aligned(sc, real_events: pd.DataFrame):
     data["agent"]["process_start"] = 0.0
     restarts = [f for f in data["faults"] if f["kind"] == "restart"]
     faults = [f for f in data["faults"] if f["kind"] not in ("slow_join", "restart")]
+    width = len(str(sc.cluster.nodes - 1))
     for i in range(sc.cluster.nodes):
-        name = f"node{i}"
+        name = f"node{i:0{width}d}"                      # the simulator's (and launcher's) names
         mine = ev[ev["node"] == name]
         starts = mine[mine["event"] == "node_start"]["t"].tolist()
         begins = mine[mine["event"] == "rendezvous_start"]["t"].tolist()
