@@ -16,6 +16,7 @@ import simpy
 from .. import ops as O
 from .network import Network
 from .node import SimNode
+from .first_of import FirstOfMixin
 from .store import StoreServer, payload
 
 
@@ -32,7 +33,7 @@ class RuntimeConfig:
     cold_start: float = 0.0           # extra CPU of a process's first Work op (cold code paths)
 
 
-class SimRuntime:
+class SimRuntime(FirstOfMixin):
     def __init__(self, env: simpy.Environment, store: StoreServer, net: Network, trace,
                  cfg: RuntimeConfig, rng=None):
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
@@ -319,149 +320,3 @@ class SimRuntime:
                 raise O.StoreError(f"{node.name}: connection reset: the store went down")
             leaves = env.now
         return store.apply(op), leaves
-
-    # --- FirstOf: a second connection, timers, local signals -------------------------
-    def _branch(self, node: SimNode, op):
-        try:
-            if type(op) is O.Changed:
-                return (yield from self._changed(node, op))
-            return (yield from self.store_call(node, op))
-        except (O.StoreTimeout, O.StoreError) as e:
-            return e
-
-    def _read_branch(self, node: SimNode, op):
-        """A blocking read as a FirstOf branch, run by callbacks instead of a process (the
-        common watch: cheap to start, cheap to cancel). Same timing as `store_call`: latency
-        there, FIFO service or a parked wait, latency back. Returns (event, cancel)."""
-        env, store, net = self.env, self.store, self.net
-        done = env.event()
-        st = {"off": False, "parked": None, "proc": None}
-        nbytes = payload(op)
-        self._account(node, nbytes)
-
-        def finish(value):
-            if not st["off"] and not done.triggered:
-                done.succeed(value)
-
-        def reply(leaves):
-            st["parked"] = None
-            result = store.apply(op)
-            env.timeout(leaves - env.now + net.latency(node.name)).callbacks.append(
-                lambda _e: finish(result) if store.alive else
-                finish(O.StoreError(f"{node.name}: connection reset: the store went down")))
-
-        def woke(ev):
-            if st["off"] or st["parked"] is None:
-                return
-            if not ev.ok:                       # the store crashed under the wait
-                st["parked"] = None
-                finish(ev.value)
-                return
-            reply(env.now)
-
-        def expire(_e):
-            if st["off"] or st["parked"] is None:
-                return
-            store.unpark(*st["parked"])
-            st["parked"] = None
-            finish(O.StoreTimeout(f"{node.name}: wait for {op_keys[0]!r} timed out after {limit:g} s"))
-
-        def arrive(_e):
-            if st["off"]:
-                return
-            if not store.alive or store.paused or not net.reachable(node.name, store.host):
-                proc = st["proc"] = env.process(self._branch_at_store(node, op, nbytes))
-                proc.callbacks.append(lambda p: finish(p.value if p.ok else p.value))
-                proc.defused = True
-                return
-            leaves = store.admit(env.now, nbytes)
-            if store.missing(op_keys):
-                ev = store.park(op_keys)
-                st["parked"] = (ev, op_keys)
-                ev.callbacks.append(woke)
-                if math.isfinite(limit):
-                    env.timeout(limit).callbacks.append(expire)
-            else:
-                reply(leaves)
-
-        def cancel():
-            st["off"] = True
-            if st["parked"] is not None:
-                store.unpark(*st["parked"])
-                st["parked"] = None
-            proc = st["proc"]
-            if proc is not None and proc.is_alive:
-                proc.interrupt()
-                proc.defused = True
-
-        op_keys = store.keys_needed(op)
-        limit = op.timeout if op.timeout is not None else self.cfg.op_timeout
-        arrival = max(env.now + net.latency(node.name), node.conn_last)
-        node.conn_last = arrival
-        env.timeout(arrival - env.now).callbacks.append(arrive)
-        return done, cancel
-
-    def _branch_at_store(self, node: SimNode, op, nbytes: int):
-        """The slow path of a read branch that arrived at a paused, cut-off or dead store."""
-        try:
-            result, leaves = yield from self._serve(node, op, nbytes, self.env.now + self.cfg.op_timeout)
-            if leaves > self.env.now:
-                yield self.env.timeout(leaves - self.env.now)
-            yield self.env.timeout(self.net.latency(node.name))
-            return result
-        except (O.StoreTimeout, O.StoreError) as e:
-            return e
-
-    def first_of(self, node: SimNode, op: O.FirstOf):
-        env = self.env
-        events, procs, signals, cancels = [], [], [], []
-        for br in op.branches:
-            t = type(br)
-            if t is O.Sleep:
-                ev = env.timeout(br.seconds) if math.isfinite(br.seconds) else env.event()
-            elif t is O.Local:
-                ev = node.signal_event(env, br.name)
-                signals.append(br.name)
-            elif t in O.BLOCKING_OPS:
-                ev, cancel = self._read_branch(node, br)
-                cancels.append(cancel)
-            elif t in O.STORE_OPS or t is O.Changed:
-                ev = env.process(self._branch(node, br))
-                procs.append(ev)
-            else:
-                raise TypeError(f"FirstOf cannot wait on {br!r}")
-            events.append(ev)
-        node.branches.extend(procs)
-        node.cancels.extend(cancels)
-        cond = env.any_of(events)
-        try:
-            got = yield cond
-        finally:
-            cond.defused = True                 # a cancelled branch must not fail the wait
-            for p in procs:
-                if p.is_alive:
-                    p.interrupt()
-                    p.defused = True
-                node.branches.remove(p)
-            for c in cancels:
-                c()
-                node.cancels.remove(c)
-            for name in signals:
-                ev = node.waiters.get(name)
-                if ev is not None and not ev.triggered:
-                    del node.waiters[name]
-        for i, ev in enumerate(events):
-            if ev in got:
-                return i, got[ev]
-        raise RuntimeError("FirstOf woke with no branch done")
-
-    def _cancel_branches(self, node: SimNode) -> None:
-        for p in node.branches:
-            if p.is_alive:
-                p.interrupt()
-                p.defused = True
-        node.branches.clear()
-        for c in node.cancels:
-            c()
-        node.cancels.clear()
-        node.waiters.clear()
