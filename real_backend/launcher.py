@@ -36,7 +36,7 @@ class RealRun:
             raise ValueError("torch_static is the baseline of protocol 'static'; this scenario "
                              f"runs {self.sc.protocol.name!r}")
         # torch's StaticTCPRendezvous: its store listens on node 0's address, on this port
-        self.static_port = _free_port("127.0.0.2") if torch_static else None
+        self.static_port = free_port("127.0.0.2") if torch_static else None
         bad = sorted({f.kind for f in self.sc.faults} & UNSUPPORTED)
         if bad or self.sc.random_faults:
             raise ValueError(f"the real launcher does not do {', '.join(bad) or 'random faults'}: "
@@ -225,7 +225,8 @@ class RealRun:
         return build(sc, rows, stats)
 
 
-def _free_port(addr: str) -> int:
+def free_port(addr: str) -> int:
+    """A TCP port free on `addr` now (the standard bind-to-0 way; racy, as torch's own is)."""
     import socket
     with socket.socket() as s:
         s.bind((addr, 0))

@@ -36,6 +36,7 @@ from rdzv_sim.protocols.base import (NodeInfo, ProtocolConfig, RendezvousFailed,
                                      RendezvousTimeout)
 from rdzv_sim.protocols.hrw import HrwProtocol
 
+from .launcher import free_port
 from .runtime import RealRuntime
 
 DEFAULT_PORT = 29400
@@ -82,12 +83,6 @@ def _is_local(host: str) -> bool:
         return socket.gethostbyname(host) in socket.gethostbyname_ex(socket.gethostname())[2]
     except OSError:
         return False
-
-
-def _free_port(addr: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((addr, 0))
-        return s.getsockname()[1]
 
 
 class HrwRendezvousHandler(RendezvousHandler):
@@ -175,7 +170,7 @@ class HrwRendezvousHandler(RendezvousHandler):
             self._last = None
         if self.is_closed():
             raise RendezvousClosedError(f"the rendezvous {self.run_id!r} is closed")
-        node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=_free_port(self.addr))
+        node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=free_port(self.addr))
         for _ in range(self.max_attempts):
             t = time.monotonic() - self._t0
             self._emit(t, O.Emit("rendezvous_start"))
@@ -205,10 +200,10 @@ class HrwRendezvousHandler(RendezvousHandler):
         return self._client
 
     def is_closed(self) -> bool:
-        return bool(self._drive(_check(self.protocol.prefix + "closed")))
+        return bool(self._drive(self.protocol.is_closed()))
 
     def set_closed(self) -> None:
-        self._drive(_set(self.protocol.prefix + "closed", self.name))
+        self._drive(self.protocol.set_closed(self.name))
 
     def num_nodes_waiting(self) -> int:
         return self._waiting
@@ -265,19 +260,11 @@ class HrwRendezvousHandler(RendezvousHandler):
                 continue
             fired.add(reason)
             if reason == "nodes_waiting":
-                self._waiting = max(1, int((yield O.Add(f"{self.protocol.prefix}r{result.round}/waiting", 0))))
+                self._waiting = max(1, int((yield from self.protocol.count_waiting(result))))
             else:                           # the round ended (another member left it): rejoin
                 self._waiting = max(1, self._waiting)
             self._emit(time.monotonic() - self._t0,
                        O.Emit(reason, round=result.round, detail={"waiting": self._waiting}))
-
-
-def _check(key: str):
-    return (yield O.Check((key,)))
-
-
-def _set(key: str, value: str):
-    yield O.Set(key, value)
 
 
 def create_handler(params: RendezvousParameters) -> HrwRendezvousHandler:

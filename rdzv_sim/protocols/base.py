@@ -7,7 +7,7 @@ from collections.abc import Generator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..ops import Get
+from ..ops import Check, Get, Set
 
 
 class RendezvousTimeout(Exception):
@@ -126,6 +126,14 @@ class Protocol:
 
     def answer(self, result: RoundResult, reason: str, node: NodeInfo) -> Gen:
         raise NotImplementedError(f"{self.name} cannot answer {reason!r}")
+
+    def is_closed(self) -> Gen:
+        """Whether the rendezvous was shut down for good (torchrun's is_closed)."""
+        return (yield Check((self.prefix + "closed",)))
+
+    def set_closed(self, by: str) -> Gen:
+        """Shut the rendezvous down for good (torchrun's set_closed)."""
+        yield Set(self.prefix + "closed", by)
 
     def end_round(self, result: RoundResult, reason: str, node: NodeInfo | None = None) -> Gen:
         """Tell the others this round is over (idempotent)."""

@@ -208,6 +208,10 @@ class HrwProtocol(Protocol):
             out.append((watch_key(self._k(result.round, "waiting")), "nodes_waiting"))
         return out
 
+    def count_waiting(self, result: RoundResult):
+        """How many late joiners wait for round `result.round` to end."""
+        return (yield Add(self._k(result.round, "waiting"), 0))
+
     def answer(self, result: RoundResult, reason: str, node: NodeInfo):
         """A waiter asks whether anyone of this round is alive: say so, watch the next probe."""
         probe = int(reason.split(":")[1])
