@@ -11,5 +11,5 @@ def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunRe
     sc = load(scenario, overrides, seed)
     sim = Simulation(sc)
     stats = sim.run(progress)
-    return build(sc, sim.trace.rows, stats, sim.runtime.round_ops, sim.runtime.load,
+    return build(sc, sim.trace, stats, sim.runtime.round_ops, sim.runtime.load,
                  sim.runtime.load_bin)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,22 +17,76 @@ SCHEMA_VERSION = 1
 EVENT_COLUMNS = ["t", "node", "event", "round", "rank", "world_size", "detail"]
 
 
+NA = -(2 ** 63)                     # "no value" in the integer columns of the tracer
+
+
 class Tracer:
-    """Collects events as plain tuples (cheap); builds the DataFrame once at the end."""
+    """Collects events column by column in typed arrays (a 54-day, 2,048-node run records
+    ~10^7 events: ~40 bytes each here, ~300 as tuples); builds the DataFrame once at the end."""
 
     def __init__(self):
-        self.rows: list[tuple] = []
+        self.t = array("d")
+        self.node = array("i")           # index into self.names
+        self.event = array("i")          # index into self.kinds
+        self.round = array("q")
+        self.rank = array("q")
+        self.world_size = array("q")
+        self.detail: list[str] = []
+        self.names: list[str] = []
+        self.kinds: list[str] = []
+        self._name_ix: dict[str, int] = {}
+        self._kind_ix: dict[str, int] = {}
         # a requeued job starts on a fresh store at round 0 again; the tables number rounds
         # across requeues (the job's attempts), so this offset is added to every round
         self.round_offset = 0
         self.max_round = -1
 
+    def _ix(self, table: dict, values: list, key: str) -> int:
+        i = table.get(key)
+        if i is None:
+            i = table[key] = len(values)
+            values.append(key)
+        return i
+
     def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
         if rnd is not None:
             rnd += self.round_offset
-            self.max_round = max(self.max_round, rnd)
-        self.rows.append((float(t), node, event, rnd, rank, world_size,
-                          json.dumps(detail, sort_keys=True, separators=(",", ":")) if detail else ""))
+            if rnd > self.max_round:
+                self.max_round = rnd
+        self.t.append(t)
+        self.node.append(self._ix(self._name_ix, self.names, node))
+        self.event.append(self._ix(self._kind_ix, self.kinds, event))
+        self.round.append(NA if rnd is None else rnd)
+        self.rank.append(NA if rank is None else rank)
+        self.world_size.append(NA if world_size is None else world_size)
+        self.detail.append(json.dumps(detail, sort_keys=True, separators=(",", ":")) if detail else "")
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    @property
+    def rows(self) -> list[tuple]:
+        """The events as tuples (t, node, event, round, rank, world_size, detail)."""
+        def val(x):
+            return None if x == NA else x
+        return [(self.t[i], self.names[self.node[i]], self.kinds[self.event[i]], val(self.round[i]),
+                 val(self.rank[i]), val(self.world_size[i]), self.detail[i]) for i in range(len(self))]
+
+    def columns(self) -> dict:
+        """The event columns as arrays (no per-row Python objects but the details)."""
+        def ints(a):
+            v = np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64)
+            mask = v == NA
+            return pd.arrays.IntegerArray(np.where(mask, 0, v), mask)
+        return {
+            "t": np.frombuffer(self.t, dtype=np.float64) if len(self.t) else np.zeros(0),
+            "node": np.array(self.names, dtype=object)[np.frombuffer(self.node, dtype=np.int32)]
+            if len(self.node) else np.zeros(0, dtype=object),
+            "event": np.array(self.kinds, dtype=object)[np.frombuffer(self.event, dtype=np.int32)]
+            if len(self.event) else np.zeros(0, dtype=object),
+            "round": ints(self.round), "rank": ints(self.rank), "world_size": ints(self.world_size),
+            "detail": np.array(self.detail, dtype=object) if self.detail else np.zeros(0, dtype=object),
+        }
 
 
 def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
@@ -42,10 +97,16 @@ def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
 
 
 def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
-    for c in ("round", "rank", "world_size"):
-        df[c] = df[c].astype("Int64")
-    df = df.sort_values("t", kind="stable").reset_index(drop=True)
+    """The events table from a Tracer (columnar) or from row tuples (the real launcher)."""
+    if isinstance(rows, Tracer):
+        df = pd.DataFrame(rows.columns())
+    else:
+        df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
+        for c in ("round", "rank", "world_size"):
+            df[c] = df[c].astype("Int64")
+    t = df["t"].to_numpy()
+    if len(t) > 1 and not (np.diff(t) >= 0).all():      # a simulation records in time order
+        df = df.sort_values("t", kind="stable").reset_index(drop=True)
     return stamp(df, scenario, seed)
 
 
@@ -112,21 +173,33 @@ def _pct(values, q) -> float:
     return float(np.percentile(values, q)) if len(values) else math.nan
 
 
+STOPS = ("round_left", "fault_crash", "agent_exit", "fault_pause")
+
+
 def training_spans(events: pd.DataFrame, duration: float) -> list[tuple[float, float]]:
     """(start, stop) of each round's training: from its last member's workers starting to its
-    first member leaving, crashing, pausing or exiting (a hung collective trains nothing)."""
+    first member leaving, crashing, pausing or exiting (a hung collective trains nothing).
+
+    One as-of join of (member, round start) against each node's next stop event, so the cost
+    follows the number of events, not rounds x events. A member's first stop after its round
+    started is that round's `round_left` or a fault: it left every earlier round before."""
     ev = events
-    started = ev[ev["event"] == "workers_started"]
+    started = ev.loc[ev["event"] == "workers_started", ["t", "node", "round"]]
+    if started.empty:
+        return []
+    t0 = started.groupby("round")["t"].transform("max")
+    pairs = pd.DataFrame({"node": started["node"].to_numpy(), "round": started["round"].to_numpy(),
+                          "t0": t0.to_numpy()}).sort_values("t0", kind="stable")
+    stops = ev.loc[ev["event"].isin(STOPS), ["t", "node"]].rename(columns={"t": "stop"})
+    stops = stops.assign(key=stops["stop"]).sort_values("stop", kind="stable")
+    m = pd.merge_asof(pairs, stops, left_on="t0", right_on="key", by="node", direction="forward",
+                      allow_exact_matches=True)
+    per_round = m.groupby("round", sort=True).agg(t0=("t0", "max"), stop=("stop", "min"))
     spans = []
-    for rnd, g in started.groupby("round"):
-        members = set(g["node"])
-        t0 = float(g["t"].max())
-        stop = ev[(ev["node"].isin(members)) & (ev["t"] >= t0)
-                  & (((ev["event"] == "round_left") & (ev["round"] == rnd))
-                     | ev["event"].isin(["fault_crash", "agent_exit", "fault_pause"]))]
-        t1 = min(float(stop["t"].min()) if len(stop) else duration, duration)
-        if t1 > t0:
-            spans.append((t0, t1))
+    for t0_, stop in zip(per_round["t0"], per_round["stop"]):
+        t1 = min(duration if pd.isna(stop) else float(stop), duration)
+        if t1 > t0_:
+            spans.append((float(t0_), t1))
     return spans
 
 
@@ -146,7 +219,7 @@ def running_fraction(events: pd.DataFrame, duration: float) -> float:
 def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
                   scenario: str, seed: int) -> pd.DataFrame:
     ra = events[events["event"] == "rank_assigned"]
-    lat = [d.get("latency", math.nan) for d in details(ra)]
+    lat = [json.loads(d).get("latency", math.nan) if d else math.nan for d in ra["detail"]]
     exits = events[events["event"] == "agent_exit"]
     row = {
         "protocol": stats.protocol,

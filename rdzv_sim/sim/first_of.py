@@ -23,33 +23,33 @@ class FirstOfMixin:
         except (O.StoreTimeout, O.StoreError) as e:
             return e
 
-    def _read_branch(self, node: SimNode, op):
+    def _read_branch(self, node: SimNode, op, finish):
         """A blocking read as a FirstOf branch, run by callbacks instead of a process (the
         common watch: cheap to start, cheap to cancel). Same timing as `store_call`: latency
-        there, FIFO service or a parked wait, latency back. Returns (event, cancel)."""
+        there, FIFO service or a parked wait, latency back; `finish(value)` is called with the
+        result (or the store error). Returns cancel()."""
         env, store, net = self.env, self.store, self.net
-        done = env.event()
         st = {"off": False, "parked": None, "proc": None}
         nbytes = payload(op)
         self._account(node, nbytes)
 
-        def finish(value):
-            if not st["off"] and not done.triggered:
-                done.succeed(value)
+        def done(value):
+            if not st["off"]:
+                finish(value)
 
         def reply(leaves):
             st["parked"] = None
             result = store.apply(op)
             env.timeout(leaves - env.now + net.latency(node.name)).callbacks.append(
-                lambda _e: finish(result) if store.alive else
-                finish(O.StoreError(f"{node.name}: connection reset: the store went down")))
+                lambda _e: done(result) if store.alive else
+                done(O.StoreError(f"{node.name}: connection reset: the store went down")))
 
-        def woke(ev):
+        def woke(err):
             if st["off"] or st["parked"] is None:
                 return
-            if not ev.ok:                       # the store crashed under the wait
+            if err is not None:                 # the store crashed under the wait
                 st["parked"] = None
-                finish(ev.value)
+                done(err)
                 return
             reply(env.now)
 
@@ -58,21 +58,20 @@ class FirstOfMixin:
                 return
             store.unpark(*st["parked"])
             st["parked"] = None
-            finish(O.StoreTimeout(f"{node.name}: wait for {op_keys[0]!r} timed out after {limit:g} s"))
+            done(O.StoreTimeout(f"{node.name}: wait for {op_keys[0]!r} timed out after {limit:g} s"))
 
         def arrive(_e):
             if st["off"]:
                 return
             if not store.alive or store.paused or not net.reachable(node.name, store.host):
                 proc = st["proc"] = env.process(self._branch_at_store(node, op, nbytes))
-                proc.callbacks.append(lambda p: finish(p.value if p.ok else p.value))
+                proc.callbacks.append(lambda p: done(p.value))
                 proc.defused = True
                 return
             leaves = store.admit(env.now, nbytes)
             if store.missing(op_keys):
-                ev = store.park(op_keys)
-                st["parked"] = (ev, op_keys)
-                ev.callbacks.append(woke)
+                store.park(op_keys, woke)
+                st["parked"] = (woke, op_keys)
                 if math.isfinite(limit):
                     env.timeout(limit).callbacks.append(expire)
             else:
@@ -93,7 +92,7 @@ class FirstOfMixin:
         arrival = max(env.now + net.latency(node.name), node.conn_last)
         node.conn_last = arrival
         env.timeout(arrival - env.now).callbacks.append(arrive)
-        return done, cancel
+        return cancel
 
     def _branch_at_store(self, node: SimNode, op, nbytes: int):
         """The slow path of a read branch that arrived at a paused, cut-off or dead store."""
@@ -107,31 +106,47 @@ class FirstOfMixin:
             return e
 
     def first_of(self, node: SimNode, op: O.FirstOf):
+        """Every branch reports to one `woken` event by callback (no Condition, no per-branch
+        event): a FirstOf costs its branches' own events plus one. Branches done by the time
+        the node wakes are all candidates; the first in the op's order wins, as in AnyOf."""
         env = self.env
-        events, procs, signals, cancels = [], [], [], []
-        for br in op.branches:
+        woken = env.event()
+        hits: dict[int, object] = {}
+        procs, signals, cancels, timers = [], [], [], []
+
+        def hit(i, value):
+            hits.setdefault(i, value)
+            if not woken.triggered:
+                woken.succeed()
+
+        for i, br in enumerate(op.branches):
             t = type(br)
             if t is O.Sleep:
-                ev = env.timeout(br.seconds) if math.isfinite(br.seconds) else env.event()
+                if math.isfinite(br.seconds):
+                    tm = env.timeout(br.seconds)
+                    cb = (lambda i: lambda _e: hit(i, None))(i)
+                    tm.callbacks.append(cb)
+                    timers.append((tm, cb))
             elif t is O.Local:
                 ev = node.signal_event(env, br.name)
                 signals.append(br.name)
+                if ev.callbacks is None:          # already processed
+                    hit(i, None)
+                else:
+                    ev.callbacks.append((lambda i: lambda _e: hit(i, None))(i))
             elif t in O.BLOCKING_OPS:
-                ev, cancel = self._read_branch(node, br)
-                cancels.append(cancel)
+                cancels.append(self._read_branch(node, br, (lambda i: lambda v: hit(i, v))(i)))
             elif t in O.STORE_OPS or t is O.Changed:
-                ev = env.process(self._branch(node, br))
-                procs.append(ev)
+                p = env.process(self._branch(node, br))
+                p.callbacks.append((lambda i: lambda p: hit(i, p.value))(i))
+                procs.append(p)
             else:
                 raise TypeError(f"FirstOf cannot wait on {br!r}")
-            events.append(ev)
         node.branches.extend(procs)
         node.cancels.extend(cancels)
-        cond = env.any_of(events)
         try:
-            got = yield cond
+            yield woken
         finally:
-            cond.defused = True                 # a cancelled branch must not fail the wait
             for p in procs:
                 if p.is_alive:
                     p.interrupt()
@@ -140,14 +155,15 @@ class FirstOfMixin:
             for c in cancels:
                 c()
                 node.cancels.remove(c)
+            for tm, cb in timers:                 # a timer that lost keeps no closure alive
+                if tm.callbacks is not None and cb in tm.callbacks:
+                    tm.callbacks.remove(cb)
             for name in signals:
                 ev = node.waiters.get(name)
                 if ev is not None and not ev.triggered:
                     del node.waiters[name]
-        for i, ev in enumerate(events):
-            if ev in got:
-                return i, got[ev]
-        raise RuntimeError("FirstOf woke with no branch done")
+        i = min(hits)
+        return i, hits[i]
 
     def _cancel_branches(self, node: SimNode) -> None:
         for p in node.branches:

@@ -17,7 +17,7 @@ class SimNode:
     paused: int = 0                      # nesting depth of SIGSTOPs in force
     resumed: simpy.Event | None = None
     clock_skew: float = 0.0
-    running_round: int | None = None     # the round whose workers run here
+    rounds: dict | None = None           # shared index: round -> names of the nodes running it
     ctx_round: int | None = None         # the round its store traffic counts toward
     conn_last: float = 0.0               # last request arrival: one TCP connection keeps order
     incarnation: int = 0
@@ -28,9 +28,29 @@ class SimNode:
     branches: list = field(default_factory=list)    # FirstOf branch processes in flight
     cancels: list = field(default_factory=list)     # cancel() of FirstOf read branches in flight
 
+    def __post_init__(self):
+        self.name = self.info.name           # read on every operation: a plain attribute
+        self._round = None
+
     @property
-    def name(self) -> str:
-        return self.info.name
+    def running_round(self) -> int | None:
+        """The round whose workers run here (None: no workers)."""
+        return self._round
+
+    @running_round.setter
+    def running_round(self, rnd: int | None) -> None:
+        if rnd == self._round:
+            return
+        if self.rounds is not None:
+            if self._round is not None:
+                members = self.rounds.get(self._round)
+                if members is not None:
+                    members.discard(self.name)
+                    if not members:
+                        del self.rounds[self._round]
+            if rnd is not None:
+                self.rounds.setdefault(rnd, set()).add(self.name)
+        self._round = rnd
 
     def signal_event(self, env: simpy.Environment, name: str) -> simpy.Event:
         if name in self.pending:

@@ -41,6 +41,8 @@ class SimRuntime(FirstOfMixin):
         self.heartbeats: dict[str, list] = {}    # descriptor -> [node, start, period, stop]
         self.cpu_jobs = 0                        # Work in progress on shared cores
         self.nodes: dict[str, SimNode] = {}
+        self.rounds: dict[int, set] = {}         # round -> names of the nodes whose workers run it
+        self.notices: dict[int, list] = {}       # round -> [(due, culprits)] of collective failures
         self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
         self.pg_init: dict[int, tuple] = {}      # round -> (members arrived, all-arrived event)
         self.total_ops = 0
@@ -149,17 +151,33 @@ class SimRuntime(FirstOfMixin):
 
     def peers_notice(self, rnd, culprits: set, delay: float | None = None) -> None:
         """The collectives of round `rnd` fail for everyone but `culprits` after `delay`
-        (default: the collective timeout, a hung NCCL/gloo call), unless they left by then."""
-        if rnd is None:
-            return
-        targets = [n for n in self.nodes.values() if n.running_round == rnd and n.name not in culprits]
-        if targets:
-            self.env.process(self._notify(targets, rnd, self.cfg.collective_timeout if delay is None else delay))
+        (default: the collective timeout, a hung NCCL/gloo call), unless they left by then.
 
-    def _notify(self, targets, rnd, delay):
-        yield self.env.timeout(delay)
-        for n in targets:
-            if n.alive and n.running_round == rnd:
+        A round whose members leave one by one would schedule N notices of N targets each:
+        a notice already due no later, whose culprits still in the round are among ours,
+        covers this one, so each round costs O(N) however its members leave."""
+        if rnd is None or not self.rounds.get(rnd):
+            return
+        when = self.env.now + (self.cfg.collective_timeout if delay is None else delay)
+        members = self.rounds[rnd]
+        due = self.notices.setdefault(rnd, [])
+        for w, c in due:
+            if w <= when and all(x in culprits for x in c if x in members):
+                return
+        due.append((when, frozenset(culprits)))
+        self.env.timeout(when - self.env.now).callbacks.append(
+            lambda _e: self._notify(rnd, (when, frozenset(culprits))))
+
+    def _notify(self, rnd, notice) -> None:
+        due = self.notices.get(rnd)
+        if due is not None and notice in due:
+            due.remove(notice)
+            if not due:
+                del self.notices[rnd]
+        culprits = notice[1]
+        for name in sorted(self.rounds.get(rnd, ())):
+            n = self.nodes[name]
+            if n.alive and name not in culprits:
                 n.signal("peer_failed")
 
     def _process_group_init(self, node: SimNode, op: O.StartWorkers):
@@ -268,14 +286,14 @@ class SimRuntime(FirstOfMixin):
             return None
         yield env.timeout(arrival - env.now)
         result, leaves = yield from self._serve(node, op, nbytes, deadline)
-        if leaves > env.now:
-            yield env.timeout(leaves - env.now)
-        if not store.alive:
+        # service and the way back in one timeout; what happened meanwhile is checked after
+        yield env.timeout(leaves - env.now + net.latency(node.name))
+        if store.died_at <= leaves:
             raise O.StoreError(f"{node.name}: connection reset: the store went down")
         # the reply is lost while the client is cut off: it hangs until its deadline
         if not net.reachable(node.name, store.host):
             yield from self._until_clear(node, max(deadline, env.now + self.cfg.op_timeout))
-        yield env.timeout(net.latency(node.name))
+            yield env.timeout(net.latency(node.name))
         return result
 
     def _deliver_set(self, node: SimNode, op, nbytes: int) -> None:

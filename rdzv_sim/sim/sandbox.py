@@ -32,7 +32,7 @@ class Sandbox:
         self.runtime = SimRuntime(self.env, self.store, self.net, self.trace, cfg)
         self.nodes = [SimNode(NodeInfo(n, n, 1, i)) for i, n in enumerate(names)]
         for n in self.nodes:
-            n.alive = True
+            n.alive, n.rounds = True, self.runtime.rounds
         self.runtime.nodes = {n.name: n for n in self.nodes}
 
     def spawn(self, node: SimNode, gen) -> simpy.Process:

@@ -86,6 +86,8 @@ class Simulation:
         self.hosts = hosts
         self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
                       for i, h in enumerate(hosts)}
+        for n in self.nodes.values():
+            n.rounds = self.runtime.rounds
         self.runtime.nodes = self.nodes
         self.scheduler = Scheduler(self)
         self.runtime.load_bin = max(1.0, sc.duration / 2000)
@@ -211,9 +213,8 @@ class Simulation:
         group = self.net.cut(hosts)
         if duration >= self.runtime.cfg.collective_timeout:
             cut = set(hosts)
-            rounds = sorted({n.running_round for n in self.nodes.values() if n.running_round is not None})
-            for rnd in rounds:
-                members = {n.name for n in self.nodes.values() if n.running_round == rnd}
+            for rnd in sorted(self.runtime.rounds):
+                members = self.runtime.rounds[rnd]
                 if members & cut and members - cut:
                     self.runtime.peers_notice(rnd, set())
         return group

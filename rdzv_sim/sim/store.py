@@ -48,16 +48,20 @@ class StoreServer:
         self.background: dict[str, tuple[float, int]] = {}   # source -> (ops/s, bytes per op)
         self.max_utilization = 0.0
         self.alive = True
+        self.died_at = float("inf")
         self.paused = False
         self.unpaused = env.event()
 
     # --- lifecycle -----------------------------------------------------------------
     def crash(self) -> None:
         self.alive = False
+        self.died_at = self.env.now
         err = StoreError("store connection lost: the store's host is down")
         for lst in [*(d.items() for d in self.waiters.values()), *self.change_waiters.values()]:
             for ev, _ in lst:
-                if not ev.triggered:
+                if callable(ev):
+                    ev(err)
+                elif not ev.triggered:
                     ev.fail(err)
                     ev.defused = True
         self.waiters.clear()
@@ -69,6 +73,7 @@ class StoreServer:
         self.background.clear()
         self._rho = 0.0
         self.alive, self.paused = True, False
+        self.died_at = float("inf")
         if not self.unpaused.triggered:
             self.unpaused.succeed()
 
@@ -110,8 +115,10 @@ class StoreServer:
     def missing(self, keys) -> list[str]:
         return [k for k in keys if k not in self.data]
 
-    def park(self, keys) -> simpy.Event:
-        ev = self.env.event()
+    def park(self, keys, wake=None):
+        """Wait for `keys` to exist: returns an event, or registers `wake` (a callable, called
+        with None when they all exist, or with the error when the store dies): no event at all."""
+        ev = self.env.event() if wake is None else wake
         keys = tuple(keys)
         for k in self.missing(keys):
             self.waiters.setdefault(k, {})[ev] = keys
@@ -127,7 +134,11 @@ class StoreServer:
 
     def _wrote(self, key: str) -> None:
         for ev, keys in self.waiters.pop(key, {}).items():
-            if not ev.triggered and not self.missing(keys):
+            if self.missing(keys):
+                continue
+            if callable(ev):
+                ev(None)
+            elif not ev.triggered:
                 ev.succeed()
         lst = self.change_waiters.get(key)
         if lst:
