@@ -9,7 +9,12 @@ from .sim.simulation import Simulation
 def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunResult:
     """Simulate `scenario` (a bundled name, a path, YAML text, a dict or a Scenario)."""
     sc = load(scenario, overrides, seed)
-    sim = Simulation(sc)
+    if sc.fidelity == "aggregate":
+        from .aggregate.job import AggregateSimulation
+        sim = AggregateSimulation(sc)
+    else:
+        sim = Simulation(sc)
     stats = sim.run(progress)
-    return build(sc, sim.trace, stats, sim.runtime.round_ops, sim.runtime.load,
-                 sim.runtime.load_bin)
+    trace, rt = sim.trace, sim.runtime
+    del sim                                  # its world is done with: only the trace is kept
+    return build(sc, trace, stats, rt.round_ops, rt.load, rt.load_bin)

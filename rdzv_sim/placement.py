@@ -48,13 +48,15 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
         return pd.DataFrame({k: [0] for k in out}, index=rounds.index)
     keys = np.arange(count)
     kh = kernels.hash_keys(keys, seed)
-    ra = events[events["event"] == "rank_assigned"]
+    by_round = ({} if "modulo" not in policies else
+                {r: g.sort_values("rank")["node"].tolist()
+                 for r, g in events[events["event"] == "rank_assigned"].groupby("round")})
     prev_members: set | None = None
     prev: dict[str, np.ndarray] = {}
     assignment = None
     for rnd, members in zip(rounds["round"], rounds["members"]):
         names = members.split(",")
-        by_rank = ra[ra["round"] == rnd].sort_values("rank")["node"].tolist()
+        by_rank = by_round.get(rnd, [])
         now: dict[str, np.ndarray] = {}
         for p in policies:
             if p == "hrw":

@@ -12,9 +12,20 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 SCHEMA_VERSION = 1
 EVENT_COLUMNS = ["t", "node", "event", "round", "rank", "world_size", "detail"]
+
+
+def _strings(arr):
+    """An Arrow string array as the pandas column type plain strings get (pandas 3: Arrow-backed
+    `str`, no copy; before: Python objects)."""
+    try:
+        from pandas.core.arrays.string_arrow import ArrowStringArray
+        return ArrowStringArray(arr, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    except (TypeError, ValueError, ImportError):
+        return np.array(arr.to_pylist(), dtype=object)
 
 
 NA = -(2 ** 63)                     # "no value" in the integer columns of the tracer
@@ -31,7 +42,9 @@ class Tracer:
         self.round = array("q")
         self.rank = array("q")
         self.world_size = array("q")
-        self.detail: list[str] = []
+        # details as one UTF-8 buffer and end offsets (Arrow's layout: no object per row)
+        self.detail_buf = bytearray()
+        self.detail_end = array("q")
         self.names: list[str] = []
         self.kinds: list[str] = []
         self._name_ix: dict[str, int] = {}
@@ -59,7 +72,30 @@ class Tracer:
         self.round.append(NA if rnd is None else rnd)
         self.rank.append(NA if rank is None else rank)
         self.world_size.append(NA if world_size is None else world_size)
-        self.detail.append(json.dumps(detail, sort_keys=True, separators=(",", ":")) if detail else "")
+        if detail:
+            self.detail_buf += json.dumps(detail, sort_keys=True, separators=(",", ":")).encode()
+        self.detail_end.append(len(self.detail_buf))
+
+    def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None):
+        """One event for many nodes at once (`details`: JSON strings, already encoded)."""
+        n = len(nodes)
+        if rnd is not None:
+            rnd += self.round_offset
+            self.max_round = max(self.max_round, rnd)
+        self.t.extend(t)
+        ix, names = self._name_ix, self.names
+        self.node.extend(ix[x] if x in ix else self._ix(ix, names, x) for x in nodes)
+        self.event.extend([self._ix(self._kind_ix, self.kinds, event)] * n)
+        self.round.extend([NA if rnd is None else rnd] * n)
+        self.rank.extend([NA] * n if ranks is None else ranks)
+        self.world_size.extend([NA if world_size is None else world_size] * n)
+        buf, ends = self.detail_buf, self.detail_end
+        if details is None:
+            ends.extend([len(buf)] * n)
+        else:
+            for d in details:
+                buf += d.encode()
+                ends.append(len(buf))
 
     def __len__(self) -> int:
         return len(self.t)
@@ -69,29 +105,60 @@ class Tracer:
         """The events as tuples (t, node, event, round, rank, world_size, detail)."""
         def val(x):
             return None if x == NA else x
+        def detail(i):
+            return self.detail_buf[self.detail_end[i - 1] if i else 0:self.detail_end[i]].decode()
         return [(self.t[i], self.names[self.node[i]], self.kinds[self.event[i]], val(self.round[i]),
-                 val(self.rank[i]), val(self.world_size[i]), self.detail[i]) for i in range(len(self))]
+                 val(self.rank[i]), val(self.world_size[i]), detail(i)) for i in range(len(self))]
 
-    def columns(self) -> dict:
-        """The event columns as arrays (no per-row Python objects but the details)."""
-        def ints(a):
-            v = np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64)
+    def take_columns(self) -> dict:
+        """The event columns in time order (stable), emptying the tracer as it goes: a long
+        run's trace is large, it should not be held twice while the table is built."""
+        t = np.array(self.t, dtype=np.float64)
+        self.t = array("d")
+        order = None
+        if len(t) > 1 and not (np.diff(t) >= 0).all():   # the aggregate model writes ahead
+            order = np.argsort(t, kind="stable")
+            t = t[order]
+
+        def ints(name):
+            v = np.array(getattr(self, name), dtype=np.int64)
+            setattr(self, name, array("q"))
+            if order is not None:
+                v = v[order]
             mask = v == NA
-            return pd.arrays.IntegerArray(np.where(mask, 0, v), mask)
-        return {
-            "t": np.frombuffer(self.t, dtype=np.float64) if len(self.t) else np.zeros(0),
-            "node": np.array(self.names, dtype=object)[np.frombuffer(self.node, dtype=np.int32)]
-            if len(self.node) else np.zeros(0, dtype=object),
-            "event": np.array(self.kinds, dtype=object)[np.frombuffer(self.event, dtype=np.int32)]
-            if len(self.event) else np.zeros(0, dtype=object),
-            "round": ints(self.round), "rank": ints(self.rank), "world_size": ints(self.world_size),
-            "detail": np.array(self.detail, dtype=object) if self.detail else np.zeros(0, dtype=object),
-        }
+            v[mask] = 0
+            return pd.arrays.IntegerArray(v, mask)
+
+        def labels(name, values):
+            codes = np.array(getattr(self, name), dtype=np.int32)
+            setattr(self, name, array("i"))
+            if order is not None:
+                codes = codes[order]
+            return _strings(pa.array(values, pa.large_string()).take(pa.array(codes)))
+
+        cols = {"t": t}
+        cols["node"] = labels("node", self.names)
+        cols["event"] = labels("event", self.kinds)
+        for c in ("round", "rank", "world_size"):
+            cols[c] = ints(c)
+        # the details: the buffer and its offsets are an Arrow string array as they are
+        offsets = np.empty(len(self.detail_end) + 1, dtype=np.int64)
+        offsets[0] = 0
+        offsets[1:] = np.frombuffer(self.detail_end, dtype=np.int64) if len(self.detail_end) else []
+        data = pa.py_buffer(self.detail_buf)         # no copy: Arrow keeps the bytearray
+        self.detail_buf, self.detail_end = bytearray(), array("q")
+        detail = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), data)
+        if order is not None:
+            detail = detail.take(pa.array(order))
+        cols["detail"] = _strings(detail)
+        return cols
 
 
 def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
     df.insert(0, "schema_version", SCHEMA_VERSION)
-    df.insert(1, "scenario", scenario)
+    # one value on every row: a categorical holds it once (a long run has ~10^7 rows)
+    df.insert(1, "scenario", pd.Categorical.from_codes(np.zeros(len(df), np.int8), [scenario])
+              if len(df) > 1000 else scenario)
     df.insert(2, "seed", seed)
     return df
 
@@ -99,7 +166,7 @@ def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
 def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
     """The events table from a Tracer (columnar) or from row tuples (the real launcher)."""
     if isinstance(rows, Tracer):
-        df = pd.DataFrame(rows.columns())
+        df = pd.DataFrame(rows.take_columns())
     else:
         df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
         for c in ("round", "rank", "world_size"):
@@ -122,31 +189,69 @@ def details(df: pd.DataFrame) -> list[dict]:
     return [json.loads(d) if d else {} for d in df["detail"]]
 
 
+class _rows_of:
+    """The rows of `column` where `mask` holds, sliced lazily (a 10^6-row subset of a string
+    column need not be copied whole to be parsed)."""
+
+    def __init__(self, column: pd.Series, mask: np.ndarray):
+        self.column, self.pos = column, np.flatnonzero(mask)
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def __getitem__(self, sl: slice) -> list:
+        return self.column.iloc[self.pos[sl]].tolist()
+
+
+def parse_details(texts, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """`fields` of many events' JSON details as arrays (missing: None/NaN), parsed by pyarrow's
+    reader a slice at a time: ~5x json.loads per row, and little memory at 10^6 rows."""
+    import io
+
+    import pyarrow.json as pj
+    out: dict[str, list] = {f: [] for f in fields}
+    step = 1 << 17
+    for i in range(0, len(texts), step):
+        part = texts.iloc[i:i + step].tolist() if hasattr(texts, "iloc") else texts[i:i + step]
+        chunk = "\n".join(t if t else "{}" for t in part).encode()
+        table = pj.read_json(io.BytesIO(chunk))
+        n = table.num_rows
+        for f in fields:
+            col = (table.column(f).to_numpy(zero_copy_only=False) if f in table.column_names
+                   else np.full(n, None, dtype=object))
+            out[f].append(col)
+    return {f: (np.concatenate(v) if v else np.zeros(0, dtype=object)) for f, v in out.items()}
+
+
 def rounds_table(events: pd.DataFrame, round_ops: dict | None = None) -> pd.DataFrame:
     """One row per completed round: when, who, how fast, how much store traffic."""
-    ra = events[events["event"] == "rank_assigned"]
-    joins = events[events["event"] == "join"]
+    mask = (events["event"] == "rank_assigned").to_numpy()
+    ra = events.loc[mask, ["t", "node", "round", "rank", "world_size"]]
+    det = parse_details(_rows_of(events["detail"], mask), ("digest", "nnodes"))
+    ra = ra.assign(_digest=det["digest"], _nn=det["nnodes"])
+    first_join = events.loc[events["event"] == "join", ["round", "t"]].groupby("round")["t"].min()
     rows = []
     for rnd, grp in ra.groupby("round", sort=True):
         rnd = int(rnd)
-        det = details(grp)
-        started = joins.loc[joins["round"] == rnd, "t"]
-        start = float(started.min()) if len(started) else float(grp["t"].min())
-        ranks = sorted(int(r) for r in grp["rank"])
-        nn = {d["nnodes"] for d in det}
+        start = float(first_join.get(rnd, grp["t"].min()))
+        ranks = np.sort(grp["rank"].to_numpy(dtype=np.int64))
+        nodes = grp["node"].tolist()
         ops, nbytes = (round_ops or {}).get(rnd, (0, 0))
+        end_t = float(grp["t"].max())
         rows.append({
             "round": rnd,
             "start": start,
-            "end": float(grp["t"].max()),
-            "latency": float(grp["t"].max()) - start,
-            "nnodes": grp["node"].nunique(),
+            "end": end_t,
+            "latency": end_t - start,
+            "nnodes": len(set(nodes)),
             "world_size": int(grp["world_size"].max()),
-            "members": ",".join(sorted(set(grp["node"]))),
-            "consistent": (len({d["digest"] for d in det}) == 1 and len(nn) == 1
-                           and not grp["node"].duplicated().any()
-                           and ranks == list(range(len(grp))) and nn == {len(grp)}
-                           and grp["world_size"].nunique() == 1),
+            "members": ",".join(sorted(set(nodes))),
+            "consistent": bool(grp["_digest"].nunique(dropna=False) == 1
+                               and grp["_nn"].nunique(dropna=False) == 1
+                               and len(set(nodes)) == len(nodes)
+                               and np.array_equal(ranks, np.arange(len(grp)))
+                               and grp["_nn"].iloc[0] == len(grp)
+                               and grp["world_size"].nunique() == 1),
             "store_ops": int(ops),
             "store_bytes": int(nbytes),
         })
@@ -218,8 +323,9 @@ def running_fraction(events: pd.DataFrame, duration: float) -> float:
 
 def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
                   scenario: str, seed: int) -> pd.DataFrame:
-    ra = events[events["event"] == "rank_assigned"]
-    lat = [json.loads(d).get("latency", math.nan) if d else math.nan for d in ra["detail"]]
+    mask = (events["event"] == "rank_assigned").to_numpy()
+    lat = pd.to_numeric(pd.Series(parse_details(_rows_of(events["detail"], mask), ("latency",))["latency"]),
+                        errors="coerce").dropna().to_numpy()
     exits = events[events["event"] == "agent_exit"]
     row = {
         "protocol": stats.protocol,

@@ -4,6 +4,9 @@ from __future__ import annotations
 from .schema import Scenario
 
 
+AGGREGATE_FAULTS = ("crash", "restart", "slow_join", "worker_failure", "rack_failure")
+
+
 def problems(sc: Scenario) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     n = sc.hosts                      # faults may name the hot spares too
@@ -31,6 +34,15 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         out.append((("protocol", "name"), "static rendezvous needs min_nodes == max_nodes == cluster.nodes"))
     if sc.scheduler.hot_spares and p.name == "static":
         out.append((("scheduler", "hot_spares"), "a static world cannot take a spare in a failed rank's place"))
+    if sc.fidelity == "aggregate":
+        if p.name != "hrw":
+            out.append((("protocol", "name"), f"fidelity: aggregate models the hrw protocol only, "
+                        f"not {p.name!r}; use fidelity: per_operation"))
+        for i, f in enumerate(sc.faults):
+            if f.kind not in AGGREGATE_FAULTS:
+                out.append((("faults", i, "kind"), f"{f.kind!r} is not modelled by fidelity: "
+                            f"aggregate (it models {', '.join(AGGREGATE_FAULTS)}); use "
+                            "fidelity: per_operation"))
     for i, rf in enumerate(sc.random_faults):
         if getattr(rf, "requeue", False):
             if rf.scope != "job":

@@ -219,6 +219,10 @@ class Scenario(Strict):
     shards: Shards = Shards()
     training: Training | None = None
     scheduler: Scheduler = Scheduler()
+    # per_operation: every store request simulated (exact); aggregate: a round's requests as
+    # batches on a FIFO queue, the job as one state machine (fast; its error is in
+    # reports/sim_speed.md). Aggregate models hrw with crashes, restarts, worker failures.
+    fidelity: Literal["per_operation", "aggregate"] = "per_operation"
     faults: list[Fault] = []
     random_faults: list[RandomFault] = []
     outputs: Outputs = Outputs()

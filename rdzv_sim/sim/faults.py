@@ -27,8 +27,7 @@ def scheduled(sim, fault):
     elif k == "worker_failure":
         node = sim.node_at(fault.node)
         sim.trace.record(env.now, node.name, "fault_worker_failure")
-        if node.alive and node.running_round is not None:
-            node.signal("workers_failed")
+        sim.fail_workers(node)
     elif k == "pause":
         yield from sim.pause(sim.node_at(fault.node), fault.duration)
     elif k == "partition":
@@ -99,8 +98,7 @@ def interruptions(sim, spec, rng: np.random.Generator):
                 sim.scheduler.requeue(f"interruption:{spec.cause}")
                 continue
             for node in sim.nodes.values():
-                if node.alive and node.running_round is not None:
-                    node.signal("workers_failed")
+                sim.fail_workers(node)
             continue
         if spec.scope == "rack":
             racks = sorted({n.rack for n in sim.nodes.values() if n.rack is not None})

@@ -50,7 +50,7 @@ class Scheduler:
         yield sim.env.timeout(self.cfg.requeue_delay)
         self.pending = False
         sim.trace.record(sim.env.now, "job", "job_requeued")
-        sim.store.restart()                  # a new job attempt: a fresh store, rounds from 0
+        sim.fresh_store()                    # a new job attempt: a fresh store, rounds from 0
         sim.trace.round_offset = sim.trace.max_round + 1
         for node in sim.nodes.values():
             if node.alive:                   # an agent that exited: its host is up, restart it

@@ -181,6 +181,14 @@ class Simulation:
         if node.name == self.store.host:
             self.crash_store("store_host_crash")
 
+    def fail_workers(self, node: SimNode) -> None:
+        """The node's workers fail (a software bug, a watchdog): its agent restarts them."""
+        if node.alive and node.running_round is not None:
+            node.signal("workers_failed")
+
+    def fresh_store(self) -> None:
+        self.store.restart()
+
     def crash_store(self, cause: str) -> None:
         if self.store.alive:
             self.trace.record(self.env.now, "store", "fault_store_crash", detail={"cause": cause})
