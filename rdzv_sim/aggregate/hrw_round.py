@@ -3,7 +3,8 @@
 It follows the operations `rdzv_sim.protocols.hrw` makes, phase by phase, for all joiners at
 once (the per-operation runtime interleaves them request by request):
   join     compare_set(round) -> add(seq) -> set(n{slot})  (slots in the store's FIFO order)
-  watch    every joiner watches `closed` (those below min_nodes also `n{min}`)
+  watch    every joiner watches `closed` (those below min_nodes also `n{min}`, then `closed`
+           again once n{min} is written)
   close    the max_nodes-th joiner at once, else the min_nodes-th after last_call_timeout:
            add(seq, 0), compare_set(closed), check(slots), multi_get(descs), multi_set(assigns)
   confirm  each member watches its assignment, add(ack); the last to ack compare_sets `ready`;
@@ -57,12 +58,15 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     d2 = fifo.serve(r1 + lat, k)                               # add(seq, 1): the slot
     t_join = d2 + lat
     order = np.argsort(d2, kind="stable")
-    fifo.serve(t_join + lat, k + sizes.desc)                   # set(n{slot}) (fire and forget)
+    d3 = fifo.serve(t_join + lat, k + sizes.desc)              # set(n{slot}) (fire and forget)
     n = len(order)
     if n < min_nodes or t_join[order[min_nodes - 1]] > until:
         return None
     fifo.serve(t_join + lat, k)                                # everyone watches `closed`
-    fifo.serve(t_join[order[:min_nodes - 1]] + lat[order[:min_nodes - 1]], k)   # and n{min}
+    early = order[:min_nodes - 1]
+    fifo.serve(t_join[early] + lat[early], k)                  # those below min: n{min} too,
+    t_min = d3[order[min_nodes - 1]]                           # and, once it is written,
+    fifo.serve(np.maximum(t_min, t_join[early] + lat[early]) + 2 * lat[early], k)   # closed again
     if n >= max_nodes and t_join[order[max_nodes - 1]] <= t_join[order[min_nodes - 1]] + last_call:
         closer = int(order[max_nodes - 1])
         t0 = t_join[closer]
@@ -73,21 +77,26 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     t = fifo.one(t0 + lc, k) + lc                              # add(seq, 0): the count
     count = int(min(max_nodes, np.sum(d2 <= t - lc)))
     t_closed = fifo.one(t + lc, 2 * k)                         # compare_set(closed)
+    members = order[:count]
+    late = order[count:]
+    ml = lat[members]
+    others = members != closer
+    # the members' watches on their assignments reach the store as the closer reads the
+    # slots (they are served, then parked until the assignments exist)
+    watch_a = np.full(count, np.inf)
+    watch_a[others] = fifo.serve(t_closed + 2 * ml[others], k)
     t = t_closed + lc
     t = fifo.one(t + lc, count * k) + lc                       # check(slots)
     t = fifo.one(t + lc, count * k) + lc                       # multi_get(descriptors)
     t_assigned = fifo.one(t + lc, count * (k + sizes.assign))  # multi_set(assignments)
-    members = order[:count]
-    late = order[count:]
-    ml = lat[members]
-    # each member's watch on its assignment: sent when `closed` reached it (the closer: after
-    # its multi_set's reply); parked until the assignments exist
-    sent = np.where(members == closer, t_assigned + 2 * lc, t_closed + 2 * ml)
-    got = np.maximum(fifo.serve(sent, k), t_assigned) + ml
+    watch_a[~others] = fifo.one(t_assigned + 2 * lc, k)        # the closer's, after its reply
+    got = np.maximum(watch_a, t_assigned) + ml
     t_confirm = fifo.serve(got + ml, k) + ml                   # add(ack)
     last = int(np.argmax(t_confirm))
+    rest = np.arange(count) != last
+    watch = np.full(count, np.inf)
+    watch[rest] = fifo.serve(t_confirm[rest] + ml[rest], k)   # watch `ready` (parked)
     t_ready = fifo.one(t_confirm[last] + ml[last], 2 * k + 2)  # compare_set(ready, "", "ok")
-    watch = fifo.serve(t_confirm + ml, k)                      # watch `ready`
+    watch[last] = fifo.one(t_ready + 2 * ml[last], k)          # its watch, after the CAS reply
     t_rank = np.maximum(watch, t_ready) + ml
-    t_rank[last] = max(t_rank[last], t_ready + 3 * ml[last])   # its CAS's reply, then its watch
     return RoundTiming(order, t_join, members, late, closer, t_closed, t_assigned, t_confirm, t_rank)

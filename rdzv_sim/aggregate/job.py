@@ -43,6 +43,7 @@ class AggregateSimulation(Simulation):
         self.plan = 0                     # the latest closure plan (earlier ones are void)
         self.waiting_noticed = False
         self.ranked: list[str] = []       # the members in rank order
+        self.exited: set[str] = set()     # hosts up whose agent gave up (until requeued)
         self.gen = 0                      # job attempt: callbacks of an earlier one are void
         pc = sc.protocol
         self.pfx = len(f"rdzv/{pc.run_id}/r0/")
@@ -53,6 +54,7 @@ class AggregateSimulation(Simulation):
         if node.alive or not self.scheduler.may_start(node, why):
             return
         node.alive = True
+        self.exited.discard(node.name)
         node.incarnation += 1
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
         self.restarts[node.name] = 0
@@ -64,6 +66,7 @@ class AggregateSimulation(Simulation):
         self.trace.record(self.env.now, node.name, "agent_stopped",
                           self.round_of(node.name))
         node.alive = False
+        self.exited.discard(node.name)
         self._drop(node.name)
 
     def crash(self, node: SimNode, cause: str) -> None:
@@ -72,6 +75,7 @@ class AggregateSimulation(Simulation):
         self.trace.record(self.env.now, node.name, "fault_crash", self.round_of(node.name),
                           detail={"cause": cause})
         node.alive = False
+        self.exited.discard(node.name)
         self.scheduler.failed(node)
         was_member = node.name in self.member_set
         self._drop(node.name)
@@ -89,11 +93,15 @@ class AggregateSimulation(Simulation):
         self.round, self.gen = 0, self.gen + 1
         self.fifo.free_at = self.env.now
         self.members, self.member_set, self.ranked, self.joiners = [], set(), [], {}
+        self.exited = set()
         self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
 
     def pause(self, node, duration):                      # refused by the scenario checks
         raise NotImplementedError("fidelity: aggregate does not model pauses")
         yield
+
+    def _agents_left(self) -> bool:
+        return any(n.alive and n.name not in self.exited for n in self.nodes.values())
 
     def round_of(self, name: str):
         return self.round if name in self.member_set else None
@@ -187,14 +195,14 @@ class AggregateSimulation(Simulation):
             self.joiners[m] = tb
         for m in exited:
             self.trace.record(t, m, "agent_exit", detail={"reason": "max_restarts"})
-            self.nodes[m].alive = False
+            self.exited.add(m)
         left = set(members)
         for name, ts in self.joiners.items():          # the waiting: `end` woke them
             if name not in left:
                 self.joiners[name] = max(ts, t + 2 * self.lat[name])
         if self.joiners:
             self._plan()
-        elif not any(n.alive for n in self.nodes.values()):
+        elif not self._agents_left():
             self.scheduler.requeue("no_agent_left")
 
     def _form(self) -> None:
@@ -215,8 +223,7 @@ class AggregateSimulation(Simulation):
             tr.record_many([now] * k, names, "rendezvous_timeout",
                            details=['{"reason":"fewer than min_nodes joined in time"}'] * k)
             tr.record_many([now] * k, names, "agent_exit", details=['{"reason":"rendezvous_timeout"}'] * k)
-            for n in names:
-                self.nodes[n].alive = False
+            self.exited.update(names)
             self.joiners.clear()
             self.scheduler.requeue("no_agent_left")
             return
