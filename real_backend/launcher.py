@@ -124,6 +124,16 @@ class RealRun:
             self._sig(i, signal.SIGUSR2, "partition_node_healed")
         self.record("network", "partition_healed", {"hosts": len(nodes)})
 
+    def slow(self, nodes: list[int], delay: float, duration: float | None = None):
+        """Delay the nodes' store traffic by `delay` each way (0: back to normal)."""
+        for i in nodes:
+            self.proxy.set_delay(self.name(i), delay)
+        if delay:
+            self.record("network", "fault_latency", {"hosts": sorted(self.name(i) for i in nodes),
+                                                     "delay": delay, "duration": duration})
+        else:
+            self.record("network", "latency_healed", {"hosts": len(nodes)})
+
     # --- the run -----------------------------------------------------------------------
     def plan(self):
         """(time, action) pairs in order: starts and faults."""
@@ -154,6 +164,10 @@ class RealRun:
                 nodes = f.nodes if f.nodes is not None else self.rack(f.rack)
                 steps.append((f.at, lambda f=f, n=nodes: self.partition(n, f.duration)))
                 steps.append((f.at + f.duration, lambda n=nodes: self.heal(n)))
+            elif k == "latency":
+                nodes = f.nodes if f.nodes is not None else self.rack(f.rack)
+                steps.append((f.at, lambda f=f, n=nodes: self.slow(n, f.delay, f.duration)))
+                steps.append((f.at + f.duration, lambda f=f, n=nodes: self.slow(n, 0.0)))
             elif k == "rack_failure":
                 steps.append((f.at, lambda f=f: [self.crash(i, "rack_failure") for i in self.rack(f.rack)]))
                 if f.repair is not None:
@@ -183,7 +197,7 @@ class RealRun:
         self.t0 = time.monotonic()
         if self.port is None:
             self.start_store()
-        if any(f.kind == "partition" for f in self.sc.faults):
+        if any(f.kind in ("partition", "latency") for f in self.sc.faults):
             self.proxy = FaultProxy(self.host, self.port)
         t_start = time.perf_counter()
         try:

@@ -139,6 +139,16 @@ class Partition(_At):
     duration: PositiveFloat
 
 
+class Latency(_At):
+    """Extra one-way delay on the named nodes' (or a rack's) link to the store for a while:
+    a congested or flapping link (real runs: the TCP fault proxy delays every chunk)."""
+    kind: Literal["latency"]
+    nodes: list[int] | None = None
+    rack: int | None = None
+    delay: PositiveFloat
+    duration: PositiveFloat
+
+
 class StoreCrash(_At):
     kind: Literal["store_crash"]
 
@@ -166,7 +176,7 @@ class WorkerFailure(_At):
 
 
 Fault = Annotated[
-    Union[Crash, Restart, SlowJoin, Pause, Partition, StoreCrash, StorePause, RackFailure,
+    Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, StoreCrash, StorePause, RackFailure,
           ClockSkew, WorkerFailure],
     Field(discriminator="kind"),
 ]

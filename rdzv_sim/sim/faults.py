@@ -34,6 +34,17 @@ def scheduled(sim, fault):
         hosts = ([sim.node_at(i).name for i in fault.nodes] if fault.nodes is not None
                  else sim.net.hosts_in_rack(f"rack{fault.rack}"))
         yield from sim.partition(hosts, fault.duration)
+    elif k == "latency":
+        hosts = ([sim.node_at(i).name for i in fault.nodes] if fault.nodes is not None
+                 else sim.net.hosts_in_rack(f"rack{fault.rack}"))
+        sim.trace.record(env.now, "network", "fault_latency",
+                         detail={"hosts": sorted(hosts), "delay": fault.delay, "duration": fault.duration})
+        for h in hosts:
+            sim.net.slow(h, fault.delay)
+        yield env.timeout(fault.duration)
+        for h in hosts:
+            sim.net.slow(h, -fault.delay)
+        sim.trace.record(env.now, "network", "latency_healed", detail={"hosts": len(hosts)})
     elif k == "store_crash":
         sim.crash_store("store_crash")
     elif k == "store_pause":

@@ -1,7 +1,7 @@
 """The network: a networkx graph of hosts, racks and spines; latency and partitions.
 
 Latency from a host to the store's host is the sum of edge latencies along the shortest path,
-computed once; each message adds seeded jitter. A partition isolates a group of hosts for a
+computed once; each message adds seeded jitter, and a `latency` fault adds its delay for a while. A partition isolates a group of hosts for a
 while: messages across the cut are lost (the sender hangs until its own deadline).
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ class Network:
         self.jitter = jitter
         self.rng = rng
         self.base = nx.single_source_dijkstra_path_length(graph, store_host, weight="latency")
+        self.extra: dict[str, float] = {}      # host -> added one-way delay (latency faults)
         self.isolated: dict[str, int] = {}     # host -> id of the partition group it is in
         self.heal_events: dict = {}            # group -> event that fires when it heals
         self._next_group = 1
@@ -60,9 +61,17 @@ class Network:
     def latency(self, host: str) -> float:
         """One-way latency host -> store host, with jitter (always >= the path's sum)."""
         base = self.base[host]
-        if self.jitter <= 0:
-            return base
-        return base * (1.0 + self.jitter * float(self.rng.random()))
+        if self.jitter > 0:
+            base *= 1.0 + self.jitter * float(self.rng.random())
+        return base + self.extra[host] if self.extra and host in self.extra else base
+
+    def slow(self, host: str, delay: float) -> None:
+        """Add `delay` (negative: take it back) to `host`'s one-way latency to the store."""
+        v = self.extra.get(host, 0.0) + delay
+        if v > 1e-12:
+            self.extra[host] = v
+        else:
+            self.extra.pop(host, None)
 
     def side(self, host: str) -> int:
         return self.isolated.get(host, 0)

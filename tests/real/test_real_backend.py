@@ -158,3 +158,22 @@ def test_torch_static_baseline_agrees_with_the_static_model():
     assert len(pg) == 3 and all(d["allreduce_ok"] for d in details(pg))
     with pytest.raises(ValueError, match="baseline of protocol 'static'"):
         run_real(scenario("x", 5), torch_static=True)
+
+
+def test_latency_through_the_proxy_slows_the_round_as_simulated():
+    """Node 1's store traffic is delayed 0.15 s each way (the proxy) while the first round
+    forms: its rendezvous takes several round trips longer, and the simulator says as much."""
+    sc = scenario("real-latency", 10, [{"kind": "latency", "nodes": [1], "at": 0, "delay": 0.15,
+                                        "duration": 6}], nodes=2)
+    sc["protocol"]["min_nodes"] = 2
+    r = run_real(sc)
+    ra = r.events[r.events.event == "rank_assigned"]
+    assert len(ra) == 2 and r.rounds.consistent.all()
+    real = dict(zip(ra.node, [d["latency"] for d in details(ra)]))
+    assert real["node1"] >= 6 * 2 * 0.15                    # >= 6 round trips, each 0.3 s longer
+    assert (r.events.event == "fault_latency").sum() == 1
+    import rdzv_sim
+    sim = rdzv_sim.run(sc)
+    sra = sim.events[sim.events.event == "rank_assigned"]
+    simulated = dict(zip(sra.node, [d["latency"] for d in details(sra)]))
+    assert 0.6 < real["node1"] / simulated["node1"] < 1.6
