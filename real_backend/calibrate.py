@@ -5,7 +5,9 @@ Store: the round-trip time of get/set/add/compare_set over loopback for payloads
 64 KB (median of many calls), fitted as rtt = 2 * link + base + per_byte * bytes. The split of
 the fixed part between the network (link) and the server (base) cannot be seen from one host:
 we give the link a quarter of it (documented in the output). Start-up: the time from spawning
-a node process to its first store operation (Python, torch and rdzv_sim imports).
+a node process to its first store operation (Python, torch and rdzv_sim imports). FirstOf: what
+the real runtime spends starting a wait's branches (threads, a second connection), beyond the
+store call itself.
 """
 from __future__ import annotations
 
@@ -53,6 +55,14 @@ def measure(reps: int = 200) -> dict:
         rt.execute(O.Add("counter", 1))
         ts.append(time.perf_counter() - t0)
     rows.append(("add", 8, statistics.median(ts)))
+    # a FirstOf whose store branch answers at once: what starting its branches costs
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        rt.execute(O.FirstOf(O.Get("k16"), O.Sleep(10.0)))
+        ts.append(time.perf_counter() - t0)
+    get16 = next(t for op, s, t in rows if op == "get" and s == 16)
+    first_of = max(0.0, statistics.median(ts) - get16)
     get = [(s, t) for op, s, t in rows if op == "get"]
     per_byte, fixed = np.polyfit([s for s, _ in get], [t for _, t in get], 1)
     ctx = mp.get_context("spawn")                   # three at once, as a launcher starts them
@@ -65,11 +75,12 @@ def measure(reps: int = 200) -> dict:
         p.join(30)
     fixed = max(fixed, 1e-6)
     return {"ops": rows, "fixed_s": float(fixed), "per_byte_s": float(max(per_byte, 0.0)),
-            "process_start_s": float(statistics.median(starts))}
+            "process_start_s": float(statistics.median(starts)), "first_of_s": float(first_of)}
 
 
 def fragment(m: dict) -> dict:
     """The scenario fragment: what scenarios include."""
-    return {"cluster": {"topology": {"link_latency": m["fixed_s"] / 4, "jitter": 0.2}},
+    return {"cluster": {"topology": {"link_latency": m["fixed_s"] / 4, "jitter": 0.2},
+                        "cpu": {"first_of": round(m.get("first_of_s", 0.0), 6)}},
             "store": {"service_base": m["fixed_s"] / 2, "service_per_byte": m["per_byte_s"]},
             "agent": {"process_start": round(m["process_start_s"], 3)}}

@@ -26,6 +26,9 @@ class Cpu(Strict):
     per_byte: NonNegativeFloat = 20e-9          # 451 us at 11.7 KB, 2.07 ms at 47 KB (2 per CAS)
     shared_cores: PositiveInt | None = None     # every host shares these cores (one-machine runs)
     cold_start: NonNegativeFloat = 0.0          # extra CPU of an agent's first encode/decode (cold code)
+    # the client's cost of starting a wait on several things (the real runtime: threads and a
+    # second connection for its branches); `rdzv-sim calibrate` measures it
+    first_of: NonNegativeFloat = 0.0
 
 
 class Cluster(Strict):

@@ -110,6 +110,8 @@ class FirstOfMixin:
         event): a FirstOf costs its branches' own events plus one. Branches done by the time
         the node wakes are all candidates; the first in the op's order wins, as in AnyOf."""
         env = self.env
+        if self.cfg.first_of > 0:                 # the client's cost of starting the branches
+            yield env.timeout(self.cfg.first_of)
         woken = env.event()
         hits: dict[int, object] = {}
         procs, signals, cancels, timers = [], [], [], []

@@ -31,6 +31,7 @@ class RuntimeConfig:
     cpu_per_byte: float = 20e-9       # client CPU per byte encoded/decoded (torch pickle+b64)
     shared_cores: int | None = None   # all hosts share this many cores (one-machine runs)
     cold_start: float = 0.0           # extra CPU of a process's first Work op (cold code paths)
+    first_of: float = 0.0             # client cost of starting a FirstOf's branches
 
 
 class SimRuntime(FirstOfMixin):
