@@ -57,7 +57,8 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
             for j, x in enumerate(f.nodes):
                 node(base + ("nodes", j), x)
         if f.kind in ("partition", "latency") and (f.nodes is None) == (f.rack is None):
-            out.append((base, f"a {f.kind} fault names either `nodes` or `rack`"))
+            what = "a partition" if f.kind == "partition" else "a latency fault"
+            out.append((base, f"{what} names either `nodes` or `rack`"))
         if getattr(f, "rack", None) is not None:
             if not racks:
                 out.append((base + ("rack",), "rack faults need cluster.topology.kind: racks"))

@@ -185,10 +185,12 @@ class SimRuntime(FirstOfMixin):
         """init_process_group is a barrier of the round's members: a member that never comes
         (it died after the rendezvous) fails everyone's init after the collective timeout."""
         env = self.env
-        names, done = self.pg_init.setdefault(op.round, (set(), env.event()))
+        key = op.round + self.trace.round_offset      # a requeued job numbers rounds from 0 again
+        names, done = self.pg_init.setdefault(key, (set(), env.event()))
         names.add(node.name)
         if len(names) >= op.members and not done.triggered:
             done.succeed()
+            del self.pg_init[key]                      # everyone is in: nothing left to track
         if not done.triggered:
             got = yield env.any_of([done, env.timeout(self.cfg.collective_timeout)])
             if done not in got and node.running_round == op.round:
