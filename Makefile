@@ -24,11 +24,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_hrw.py
 	$(BIN)/python benchmarks/c10d_contention.py
 	$(BIN)/python benchmarks/torchrun_elastic.py
+	$(BIN)/python benchmarks/sim_speed.py --llama
 
 reports: $(STAMP)
 	$(BIN)/python -m rdzv_sim.report.bundled reports/scenarios
 	$(BIN)/rdzv-sim calibrate --out reports/calibration.yaml
 	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small
+	$(BIN)/rdzv-sim validate validate-small-8 --calibration reports/calibration.yaml --out reports/validation/validate-small-8
+	$(BIN)/rdzv-sim validate validate-small-16 --calibration reports/calibration.yaml --out reports/validation/validate-small-16
 	$(BIN)/rdzv-sim validate validate-c10d --calibration reports/calibration.yaml --out reports/validation/validate-c10d
 
 clean:
