@@ -30,8 +30,12 @@ reports: $(STAMP)
 	$(BIN)/python -m rdzv_sim.report.bundled reports/scenarios
 	$(BIN)/rdzv-sim calibrate --out reports/calibration.yaml
 	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small
-	$(BIN)/rdzv-sim validate validate-small-8 --calibration reports/calibration.yaml --out reports/validation/validate-small-8
-	$(BIN)/rdzv-sim validate validate-small-16 --calibration reports/calibration.yaml --out reports/validation/validate-small-16
+	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small-2 \
+		--set cluster.nodes=2 --set protocol.max_nodes=2 --set protocol.min_nodes=1
+	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small-8 \
+		--set cluster.nodes=8 --set protocol.max_nodes=8 --set duration=45 --set faults.0.at=25 --set faults.1.at=31
+	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small-16 \
+		--set cluster.nodes=16 --set protocol.max_nodes=16 --set duration=60 --set faults.0.at=40 --set faults.1.at=46
 	$(BIN)/rdzv-sim validate validate-c10d --calibration reports/calibration.yaml --out reports/validation/validate-c10d
 
 clean:
