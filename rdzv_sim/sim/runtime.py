@@ -16,6 +16,7 @@ import simpy
 from .. import ops as O
 from .network import Network
 from .node import SimNode
+from .cpu import SharedCpu
 from .first_of import FirstOfMixin
 from .store import StoreServer, payload
 
@@ -40,7 +41,7 @@ class SimRuntime(FirstOfMixin):
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
         self.rng = rng if rng is not None else __import__("numpy").random.default_rng(0)
         self.heartbeats: dict[str, list] = {}    # descriptor -> [node, start, period, stop]
-        self.cpu_jobs = 0                        # Work in progress on shared cores
+        self.cpu = None                          # SharedCpu, made on first use (shared_cores)
         self.nodes: dict[str, SimNode] = {}
         self.rounds: dict[int, set] = {}         # round -> names of the nodes whose workers run it
         self.notices: dict[int, list] = {}       # round -> [(due, culprits)] of collective failures
@@ -120,12 +121,14 @@ class SimRuntime(FirstOfMixin):
                 cost += self.cfg.cold_start
             if self.cfg.shared_cores:
                 # processor sharing, as an OS scheduler time-slices runnable processes: the
-                # work runs at cores/k of a core while k jobs are on the CPU (k taken at start)
-                self.cpu_jobs += 1
+                # work runs at cores/k of a core while k jobs are on the CPU
+                if self.cpu is None:
+                    self.cpu = SharedCpu(env, self.cfg.shared_cores)
+                job = self.cpu.run(cost)
                 try:
-                    yield env.timeout(cost * max(1.0, self.cpu_jobs / self.cfg.shared_cores))
+                    yield job
                 finally:
-                    self.cpu_jobs -= 1
+                    self.cpu.cancel(job)
             else:
                 yield env.timeout(cost)
             return None
