@@ -44,6 +44,7 @@ class AggregateSimulation(Simulation):
         self.waiting_noticed = False
         self.ranked: list[str] = []       # the members in rank order
         self.exited: set[str] = set()     # hosts up whose agent gave up (until requeued)
+        self.sizes_of: dict[int, tuple] = {}   # round -> (joined, members): what clean-up deletes
         self.gen = 0                      # job attempt: callbacks of an earlier one are void
         pc = sc.protocol
         self.pfx = len(f"rdzv/{pc.run_id}/r0/")
@@ -93,7 +94,7 @@ class AggregateSimulation(Simulation):
         self.round, self.gen = 0, self.gen + 1
         self.fifo.free_at = self.env.now
         self.members, self.member_set, self.ranked, self.joiners = [], set(), [], {}
-        self.exited = set()
+        self.exited, self.sizes_of = set(), {}
         self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
 
     def pause(self, node, duration):                      # refused by the scenario checks
@@ -255,6 +256,12 @@ class AggregateSimulation(Simulation):
         ml = lat[rt.members]
         for _ in range(2 if nn >= sc.max_nodes else 3):
             self.fifo.serve(t_ws + ml, self.sizes.key)
+        self.sizes_of[r] = (len(order_ix), nn)
+        old = self.sizes_of.pop(r - 2, None)                 # rank 0 deletes round r-2's keys
+        if old is not None:
+            lr = self.lat[order[0]]
+            ops = 4 + old[0] + old[1] + 7
+            self.fifo.serve(t_ws + lr + np.arange(ops) * (2 * lr + self.fifo.base), self.sizes.key)
         acc = self.runtime.round_ops.setdefault(r + tr.round_offset, [0, 0])
         acc[0] += self.fifo.ops - saved[1]
         acc[1] += self.fifo.bytes - saved[2]

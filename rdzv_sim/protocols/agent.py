@@ -70,6 +70,10 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
         t_start = yield Now()
         yield Emit("workers_started", round=result.round, rank=result.rank,
                    world_size=result.world_size)
+        try:
+            yield from protocol.clean_up(result)
+        except (StoreTimeout, StoreError):
+            pass                                # best effort: the next round's rank 0 tries again
         state = None
         while True:                             # runs until a reason to leave the round
             watch = protocol.watch(result, state, node)

@@ -139,3 +139,9 @@ class Protocol:
         """Tell the others this round is over (idempotent)."""
         return
         yield
+
+    def clean_up(self, result: RoundResult) -> Gen:
+        """Once a round's workers run: drop store keys no one needs any more (best effort; a
+        long job must not grow its store by every round it ever had)."""
+        return
+        yield

@@ -14,8 +14,8 @@ import json
 
 from hrw import Placement
 
-from ..ops import (Add, Check, CompareSet, Emit, FirstOf, MultiGet, MultiSet, Now, Set, Sleep,
-                   StoreTimeout)
+from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
+                   Sleep, StoreTimeout)
 from .base import (NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult, digest,
                    watch_key)
 
@@ -217,6 +217,28 @@ class HrwProtocol(Protocol):
         probe = int(reason.split(":")[1])
         yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
         return ("stay", probe + 1)
+
+    def clean_up(self, result: RoundResult):
+        """Rank 0 deletes round r-2's keys once round r runs: nobody reads them (r-2 ended
+        before r-1 began; a node that wakes up watching one times out, probes and rejoins).
+        TCPStore has no prefix delete: about 2N deletes, by one node, while its workers run."""
+        r = result.round - 2
+        if result.rank != 0 or r < 0:
+            return
+        closed = self._k(r, "closed")
+        if not (yield Check((closed,))):
+            return                                          # never closed, or cleaned already
+        count = int((yield Get(closed)).rsplit(":", 1)[1])
+        joined = yield Add(self._k(r, "seq"), 0)
+        probes = yield Add(self._k(r, "probes"), 0)
+        keys = [self._k(r, f"n{i}") for i in range(1, joined + 1)]
+        keys += [self._k(r, f"a{i}") for i in range(1, count + 1)]
+        for k in range(1, probes + 1):
+            keys += [self._k(r, f"probe{k}"), self._k(r, f"probe{k}/ack")]
+        keys += [self._k(r, name) for name in ("seq", "ack", "ready", "waiting", "end", "probes")]
+        keys.append(closed)                                 # last: it marks the round as still there
+        for key in keys:
+            yield Delete(key)
 
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield from self.end_round_at(result.round, reason)
