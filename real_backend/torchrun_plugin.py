@@ -244,6 +244,10 @@ class HrwRendezvousHandler(RendezvousHandler):
 
     def _watch_gen(self, result, node):
         state, fired = None, set()
+        try:                                # rank 0: drop the round before last's keys
+            yield from self.protocol.clean_up(result)
+        except (O.StoreError, O.StoreTimeout):
+            pass
         while True:
             watch = [(op, r) for op, r in self.protocol.watch(result, state, node) if r not in fired]
             idx, value = yield O.FirstOf(O.Local("stop"), *(op for op, _ in watch))
