@@ -199,7 +199,7 @@ def write_md(out: dict) -> None:
                   "strings (store bytes). Per-operation memory stays under 2 GB because hrw's rank 0 "
                   "deletes the round before last's keys once a round runs (before that, the "
                   "simulated store, like a real one, kept ~3 million keys after 763 rounds: "
-                  "2.66 GB). Per-operation time is ~47 SimPy events per node and round, mostly "
+                  "2.66 GB). Per-operation time is ~39 SimPy events per node and round, mostly "
                   "the protocol's watches."]
     (ROOT / "reports" / "sim_speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
