@@ -83,8 +83,7 @@ class Tracer:
             rnd += self.round_offset
             self.max_round = max(self.max_round, rnd)
         self.t.extend(t)
-        ix, names = self._name_ix, self.names
-        self.node.extend(ix[x] if x in ix else self._ix(ix, names, x) for x in nodes)
+        self.node.extend(self._ix(self._name_ix, self.names, x) for x in nodes)
         self.event.extend([self._ix(self._kind_ix, self.kinds, event)] * n)
         self.round.extend([NA if rnd is None else rnd] * n)
         self.rank.extend([NA] * n if ranks is None else ranks)
@@ -166,14 +165,11 @@ def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
 def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
     """The events table from a Tracer (columnar) or from row tuples (the real launcher)."""
     if isinstance(rows, Tracer):
-        df = pd.DataFrame(rows.take_columns())
-    else:
-        df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
-        for c in ("round", "rank", "world_size"):
-            df[c] = df[c].astype("Int64")
-    t = df["t"].to_numpy()
-    if len(t) > 1 and not (np.diff(t) >= 0).all():      # a simulation records in time order
-        df = df.sort_values("t", kind="stable").reset_index(drop=True)
+        return stamp(pd.DataFrame(rows.take_columns()), scenario, seed)   # in time order
+    df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
+    for c in ("round", "rank", "world_size"):
+        df[c] = df[c].astype("Int64")
+    df = df.sort_values("t", kind="stable").reset_index(drop=True)
     return stamp(df, scenario, seed)
 
 
@@ -212,8 +208,7 @@ def parse_details(texts, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
     out: dict[str, list] = {f: [] for f in fields}
     step = 1 << 17
     for i in range(0, len(texts), step):
-        part = texts.iloc[i:i + step].tolist() if hasattr(texts, "iloc") else texts[i:i + step]
-        chunk = "\n".join(t if t else "{}" for t in part).encode()
+        chunk = "\n".join(t if t else "{}" for t in texts[i:i + step]).encode()
         table = pj.read_json(io.BytesIO(chunk))
         n = table.num_rows
         for f in fields:

@@ -2,8 +2,8 @@
 as a scenario fragment that scenarios `include:`.
 
 Store: the round-trip time of get/set/add/compare_set over loopback for payloads of 16 B to
-64 KB (median of many calls, each after a short idle gap, as an agent's calls come), fitted as rtt = 2 * link + base + per_byte * bytes. The split of
-the fixed part between the network (link) and the server (base) cannot be seen from one host:
+64 KB (median of many calls, each after a short idle gap, as an agent's calls come), fitted
+as rtt = 2 * link + base + per_byte * bytes. The split of the fixed part between the network (link) and the server (base) cannot be seen from one host:
 we give the link a quarter of it (documented in the output). Start-up: the time from spawning
 a node process to its first store operation (Python, torch and rdzv_sim imports). FirstOf: what
 the real runtime spends starting a wait's branches (threads, a second connection), beyond the

@@ -111,6 +111,10 @@ class RealRun:
         racks = topo.racks if topo.kind == "racks" else 1
         return [i for i in range(n) if i * racks // n == r]
 
+    def targets(self, fault) -> list[int]:
+        """The nodes a partition or latency fault names: its `nodes`, or its `rack`'s."""
+        return fault.nodes if fault.nodes is not None else self.rack(fault.rack)
+
     def partition(self, nodes: list[int], duration: float):
         for i in nodes:
             self.proxy.cut(self.name(i))
@@ -161,11 +165,11 @@ class RealRun:
             elif k == "worker_failure":
                 steps.append((f.at, lambda f=f: self._usr1(f.node)))
             elif k == "partition":
-                nodes = f.nodes if f.nodes is not None else self.rack(f.rack)
+                nodes = self.targets(f)
                 steps.append((f.at, lambda f=f, n=nodes: self.partition(n, f.duration)))
                 steps.append((f.at + f.duration, lambda n=nodes: self.heal(n)))
             elif k == "latency":
-                nodes = f.nodes if f.nodes is not None else self.rack(f.rack)
+                nodes = self.targets(f)
                 steps.append((f.at, lambda f=f, n=nodes: self.slow(n, f.delay, f.duration)))
                 steps.append((f.at + f.duration, lambda f=f, n=nodes: self.slow(n, 0.0)))
             elif k == "rack_failure":

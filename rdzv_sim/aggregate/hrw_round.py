@@ -43,14 +43,10 @@ class RoundTiming:
     t_rank: np.ndarray         # per member (slot order): rank known
 
 
-def closable(n: int, min_nodes: int) -> bool:
-    return n >= min_nodes
-
-
 def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, max_nodes: int,
-              last_call: float, sizes: Sizes = Sizes(), until: float = np.inf) -> RoundTiming | None:
+              last_call: float, sizes: Sizes = Sizes()) -> RoundTiming | None:
     """Timing of a round that the joiners (rendezvous start times `start`, one-way latencies
-    `lat`) form; None if fewer than `min_nodes` join before `until`."""
+    `lat`) form; None if fewer than `min_nodes` joined."""
     start = np.asarray(start, dtype=float)
     lat = np.asarray(lat, dtype=float)
     k = sizes.key
@@ -60,7 +56,7 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     order = np.argsort(d2, kind="stable")
     d3 = fifo.serve(t_join + lat, k + sizes.desc)              # set(n{slot}) (fire and forget)
     n = len(order)
-    if n < min_nodes or t_join[order[min_nodes - 1]] > until:
+    if n < min_nodes:
         return None
     fifo.serve(t_join + lat, k)                                # everyone watches `closed`
     early = order[:min_nodes - 1]

@@ -46,9 +46,8 @@ class AggregateSimulation(Simulation):
         self.exited: set[str] = set()     # hosts up whose agent gave up (until requeued)
         self.sizes_of: dict[int, tuple] = {}   # round -> (joined, members): what clean-up deletes
         self.gen = 0                      # job attempt: callbacks of an earlier one are void
-        pc = sc.protocol
-        self.pfx = len(f"rdzv/{pc.run_id}/r0/")
-        self.sizes = Sizes(key=self.pfx + 4, desc=len(self.nodes[self.hosts[0]].info.encode()) + 8)
+        self.sizes = Sizes(key=len(f"{self.protocol.prefix}r0/") + 4,
+                           desc=len(self.nodes[self.hosts[0]].info.encode()) + 8)
 
     # --- the fault and scheduler API of Simulation ------------------------------------
     def start(self, node: SimNode, why: str) -> None:
@@ -81,9 +80,7 @@ class AggregateSimulation(Simulation):
         was_member = node.name in self.member_set
         self._drop(node.name)
         if was_member:
-            fast = self.sc.agent.peer_crash_detection if cause == "crash" else None
-            delay = self.runtime.cfg.collective_timeout if fast is None else fast
-            self._leave(max(self.env.now + delay, self.t_ws), "peer_failed")
+            self._leave(max(self.env.now + self.notice_delay(cause), self.t_ws), "peer_failed")
 
     def fail_workers(self, node: SimNode) -> None:
         if node.alive and node.name in self.member_set:
@@ -96,10 +93,6 @@ class AggregateSimulation(Simulation):
         self.members, self.member_set, self.ranked, self.joiners = [], set(), [], {}
         self.exited, self.sizes_of = set(), {}
         self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
-
-    def pause(self, node, duration):                      # refused by the scenario checks
-        raise NotImplementedError("fidelity: aggregate does not model pauses")
-        yield
 
     def _agents_left(self) -> bool:
         return any(n.alive and n.name not in self.exited for n in self.nodes.values())
@@ -235,7 +228,7 @@ class AggregateSimulation(Simulation):
         tr.record_many(rt.t_join[rt.order].tolist(), [names[j] for j in order_ix], "join", r,
                        details=[f'{{"slot":{s + 1}}}' for s in range(len(order_ix))])
         member_names = [names[j] for j in rt.members.tolist()]
-        order = self.placement_order(member_names)
+        order = self.protocol.rank_order(member_names)
         nproc = sc.cluster.nproc_per_node
         world, nn = nproc * len(order), len(order)
         tr.record(rt.t_assigned, names[rt.closer], "round_closed", r, world_size=world,
@@ -257,10 +250,10 @@ class AggregateSimulation(Simulation):
         for _ in range(2 if nn >= sc.max_nodes else 3):
             self.fifo.serve(t_ws + ml, self.sizes.key)
         self.sizes_of[r] = (len(order_ix), nn)
-        old = self.sizes_of.pop(r - 2, None)                 # rank 0 deletes round r-2's keys
-        if old is not None:
+        old = self.sizes_of.pop(r - 2, None)                 # rank 0 deletes round r-2's keys:
+        if old is not None:                                  # check, get, 2 adds, the deletes
             lr = self.lat[order[0]]
-            ops = 4 + old[0] + old[1] + 7
+            ops = 4 + len(self.protocol.round_keys(r - 2, *old, probes=0))
             self.fifo.serve(t_ws + lr + np.arange(ops) * (2 * lr + self.fifo.base), self.sizes.key)
         acc = self.runtime.round_ops.setdefault(r + tr.round_offset, [0, 0])
         acc[0] += self.fifo.ops - saved[1]
@@ -271,10 +264,6 @@ class AggregateSimulation(Simulation):
         late = [names[j] for j in rt.late.tolist()]
         if late:
             self._late(late, float(rt.t_closed))
-
-    def placement_order(self, names: list[str]) -> list[str]:
-        from hrw import Placement
-        return Placement(names, seed=0).rank_order(self.sc.protocol.run_id)
 
     # --- running -----------------------------------------------------------------------
     def run(self, progress=None, slices: int = 100) -> RunStats:

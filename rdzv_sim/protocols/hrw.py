@@ -154,7 +154,7 @@ class HrwProtocol(Protocol):
                    for i in range(1, count + 1)]
         else:
             by_name = {info.name: (i, info) for i, info in infos.items()}
-            order = Placement(names, seed=0).rank_order(self.cfg.run_id)
+            order = self.rank_order(names)
             world = sum(info.nproc for info in infos.values())
             master = by_name[order[0]][1]
             dg, first = digest(names), 0
@@ -218,6 +218,19 @@ class HrwProtocol(Protocol):
         yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
         return ("stay", probe + 1)
 
+    def rank_order(self, names: list[str]) -> list[str]:
+        """The members in rank order: HRW scores for the run id, not arrival order."""
+        return Placement(names, seed=0).rank_order(self.cfg.run_id)
+
+    def round_keys(self, rnd: int, joined: int, count: int, probes: int) -> list[str]:
+        """Every key round `rnd` wrote, given its joiners, members and probes; `closed` last."""
+        keys = [self._k(rnd, f"n{i}") for i in range(1, joined + 1)]
+        keys += [self._k(rnd, f"a{i}") for i in range(1, count + 1)]
+        for k in range(1, probes + 1):
+            keys += [self._k(rnd, f"probe{k}"), self._k(rnd, f"probe{k}/ack")]
+        keys += [self._k(rnd, name) for name in ("seq", "ack", "ready", "waiting", "end", "probes")]
+        return keys + [self._k(rnd, "closed")]
+
     def clean_up(self, result: RoundResult):
         """Rank 0 deletes round r-2's keys once round r runs: nobody reads them (r-2 ended
         before r-1 began; a node that wakes up watching one times out, probes and rejoins).
@@ -231,14 +244,8 @@ class HrwProtocol(Protocol):
         count = int((yield Get(closed)).rsplit(":", 1)[1])
         joined = yield Add(self._k(r, "seq"), 0)
         probes = yield Add(self._k(r, "probes"), 0)
-        keys = [self._k(r, f"n{i}") for i in range(1, joined + 1)]
-        keys += [self._k(r, f"a{i}") for i in range(1, count + 1)]
-        for k in range(1, probes + 1):
-            keys += [self._k(r, f"probe{k}"), self._k(r, f"probe{k}/ack")]
-        keys += [self._k(r, name) for name in ("seq", "ack", "ready", "waiting", "end", "probes")]
-        keys.append(closed)                                 # last: it marks the round as still there
-        for key in keys:
-            yield Delete(key)
+        for key in self.round_keys(r, joined, count, probes):   # `closed` last: while it stands,
+            yield Delete(key)                                    # the round is not cleaned
 
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield from self.end_round_at(result.round, reason)

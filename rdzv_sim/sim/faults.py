@@ -31,12 +31,9 @@ def scheduled(sim, fault):
     elif k == "pause":
         yield from sim.pause(sim.node_at(fault.node), fault.duration)
     elif k == "partition":
-        hosts = ([sim.node_at(i).name for i in fault.nodes] if fault.nodes is not None
-                 else sim.net.hosts_in_rack(f"rack{fault.rack}"))
-        yield from sim.partition(hosts, fault.duration)
+        yield from sim.partition(_hosts(sim, fault), fault.duration)
     elif k == "latency":
-        hosts = ([sim.node_at(i).name for i in fault.nodes] if fault.nodes is not None
-                 else sim.net.hosts_in_rack(f"rack{fault.rack}"))
+        hosts = _hosts(sim, fault)
         sim.trace.record(env.now, "network", "fault_latency",
                          detail={"hosts": sorted(hosts), "delay": fault.delay, "duration": fault.duration})
         for h in hosts:
@@ -70,6 +67,13 @@ def scheduled(sim, fault):
         pass                                 # handled at start-up: the node starts late
     else:                                    # the schema admits nothing else
         raise ValueError(f"unknown fault kind {k!r}")
+
+
+def _hosts(sim, fault) -> list[str]:
+    """The hosts a partition or latency fault names: its `nodes`, or its `rack`'s."""
+    if fault.nodes is not None:
+        return [sim.node_at(i).name for i in fault.nodes]
+    return sim.net.hosts_in_rack(f"rack{fault.rack}")
 
 
 def time_to_failure(rf, rng: np.random.Generator) -> float:

@@ -1,8 +1,9 @@
 """The network: a networkx graph of hosts, racks and spines; latency and partitions.
 
 Latency from a host to the store's host is the sum of edge latencies along the shortest path,
-computed once; each message adds seeded jitter, and a `latency` fault adds its delay for a while. A partition isolates a group of hosts for a
-while: messages across the cut are lost (the sender hangs until its own deadline).
+computed once; each message adds seeded jitter, and a `latency` fault adds its delay for a
+while. A partition isolates a group of hosts for a while: messages across the cut are lost (the
+sender hangs until its own deadline).
 """
 from __future__ import annotations
 

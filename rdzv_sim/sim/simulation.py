@@ -175,12 +175,16 @@ class Simulation:
         self.runtime.node_died(node)
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")
-        # a killed process's connections are reset at once; a vanished host's are not
-        fast = self.sc.agent.peer_crash_detection if cause == "crash" else None
-        self.runtime.peers_notice(node.running_round, {node.name}, fast)
+        self.runtime.peers_notice(node.running_round, {node.name}, self.notice_delay(cause))
         node.running_round = None
         if node.name == self.store.host:
             self.crash_store("store_host_crash")
+
+    def notice_delay(self, cause: str) -> float:
+        """How long a crashed member's peers take to fail: a killed process's connections are
+        reset at once; a vanished host's are not (its peers' collectives time out)."""
+        fast = self.sc.agent.peer_crash_detection if cause == "crash" else None
+        return self.runtime.cfg.collective_timeout if fast is None else fast
 
     def fail_workers(self, node: SimNode) -> None:
         """The node's workers fail (a software bug, a watchdog): its agent restarts them."""
