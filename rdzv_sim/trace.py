@@ -28,7 +28,9 @@ def _strings(arr):
         return np.array(arr.to_pylist(), dtype=object)
 
 
-NA = -(2 ** 63)                     # "no value" in the integer columns of the tracer
+NA = -(2 ** 63)
+# one encoder for every detail (json.dumps with options builds a new encoder per call)
+_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode                     # "no value" in the integer columns of the tracer
 
 
 class Tracer:
@@ -73,7 +75,7 @@ class Tracer:
         self.rank.append(NA if rank is None else rank)
         self.world_size.append(NA if world_size is None else world_size)
         if detail:
-            self.detail_buf += json.dumps(detail, sort_keys=True, separators=(",", ":")).encode()
+            self.detail_buf += _encode(detail).encode()
         self.detail_end.append(len(self.detail_buf))
 
     def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None):

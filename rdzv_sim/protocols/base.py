@@ -4,10 +4,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Generator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ..ops import Check, Get, Set
+
+
+_compact = json.JSONEncoder(separators=(",", ":")).encode   # made once: dumps makes one a call
 
 
 class RendezvousTimeout(Exception):
@@ -37,7 +40,7 @@ class NodeInfo:
         d = {"name": self.name, "addr": self.addr, "nproc": self.nproc, "index": self.index}
         if self.port:
             d["port"] = self.port
-        return json.dumps(d, separators=(",", ":"))
+        return _compact(d)
 
     @staticmethod
     def decode(text: str) -> "NodeInfo":
@@ -78,10 +81,12 @@ class RoundResult:
     master_port: int = 0  # the port rank 0 reserved (MASTER_PORT), when its descriptor had one
 
     def encode(self) -> str:
-        d = asdict(self)
-        if not self.master_port:
-            del d["master_port"]
-        return json.dumps(d, separators=(",", ":"))
+        d = {"round": self.round, "rank": self.rank, "nnodes": self.nnodes,
+             "world_size": self.world_size, "first_rank": self.first_rank,
+             "master": self.master, "digest": self.digest}
+        if self.master_port:
+            d["master_port"] = self.master_port
+        return _compact(d)
 
     @staticmethod
     def decode(text: str) -> "RoundResult":

@@ -8,10 +8,14 @@ processes. Mixed into SimRuntime, whose store, network and accounting they use.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from .. import ops as O
 from .node import SimNode
 from .store import payload
+
+_READS = frozenset(O.BLOCKING_OPS)
+_OTHERS = frozenset((*O.STORE_OPS, O.Changed))
 
 
 class FirstOfMixin:
@@ -28,71 +32,9 @@ class FirstOfMixin:
         common watch: cheap to start, cheap to cancel). Same timing as `store_call`: latency
         there, FIFO service or a parked wait, latency back; `finish(value)` is called with the
         result (or the store error). Returns cancel()."""
-        env, store, net = self.env, self.store, self.net
-        st = {"off": False, "parked": None, "proc": None}
         nbytes = payload(op)
         self._account(node, nbytes)
-
-        def done(value):
-            if not st["off"]:
-                finish(value)
-
-        def reply(leaves):
-            st["parked"] = None
-            result = store.apply(op)
-            env.timeout(leaves - env.now + net.latency(node.name)).callbacks.append(
-                lambda _e: done(result) if store.alive else
-                done(O.StoreError(f"{node.name}: connection reset: the store went down")))
-
-        def woke(err):
-            if st["off"] or st["parked"] is None:
-                return
-            if err is not None:                 # the store crashed under the wait
-                st["parked"] = None
-                done(err)
-                return
-            reply(env.now)
-
-        def expire(_e):
-            if st["off"] or st["parked"] is None:
-                return
-            store.unpark(*st["parked"])
-            st["parked"] = None
-            done(O.StoreTimeout(f"{node.name}: wait for {op_keys[0]!r} timed out after {limit:g} s"))
-
-        def arrive(_e):
-            if st["off"]:
-                return
-            if not store.alive or store.paused or not net.reachable(node.name, store.host):
-                proc = st["proc"] = env.process(self._branch_at_store(node, op, nbytes))
-                proc.callbacks.append(lambda p: done(p.value))
-                proc.defused = True
-                return
-            leaves = store.admit(env.now, nbytes)
-            if store.missing(op_keys):
-                store.park(op_keys, woke)
-                st["parked"] = (woke, op_keys)
-                if math.isfinite(limit):
-                    env.timeout(limit).callbacks.append(expire)
-            else:
-                reply(leaves)
-
-        def cancel():
-            st["off"] = True
-            if st["parked"] is not None:
-                store.unpark(*st["parked"])
-                st["parked"] = None
-            proc = st["proc"]
-            if proc is not None and proc.is_alive:
-                proc.interrupt()
-                proc.defused = True
-
-        op_keys = store.keys_needed(op)
-        limit = op.timeout if op.timeout is not None else self.cfg.op_timeout
-        arrival = max(env.now + net.latency(node.name), node.conn_last)
-        node.conn_last = arrival
-        env.timeout(arrival - env.now).callbacks.append(arrive)
-        return cancel
+        return _ReadBranch(self, node, op, nbytes, finish).cancel
 
     def _branch_at_store(self, node: SimNode, op, nbytes: int):
         """The slow path of a read branch that arrived at a paused, cut-off or dead store."""
@@ -117,35 +59,44 @@ class FirstOfMixin:
         procs, signals, cancels, timers = [], [], [], []
 
         def hit(i, value):
-            hits.setdefault(i, value)
+            if i not in hits:
+                hits[i] = value
             if not woken.triggered:
                 woken.succeed()
+
+        def hit_none(i, _e):
+            hit(i, None)
+
+        def hit_proc(i, p):
+            hit(i, p.value)
 
         for i, br in enumerate(op.branches):
             t = type(br)
             if t is O.Sleep:
-                if math.isfinite(br.seconds):
+                if br.seconds < math.inf:
                     tm = env.timeout(br.seconds)
-                    cb = (lambda i: lambda _e: hit(i, None))(i)
+                    cb = partial(hit_none, i)
                     tm.callbacks.append(cb)
                     timers.append((tm, cb))
+            elif t in _READS:
+                cancels.append(self._read_branch(node, br, partial(hit, i)))
             elif t is O.Local:
                 ev = node.signal_event(env, br.name)
                 signals.append(br.name)
                 if ev.callbacks is None:          # already processed
                     hit(i, None)
                 else:
-                    ev.callbacks.append((lambda i: lambda _e: hit(i, None))(i))
-            elif t in O.BLOCKING_OPS:
-                cancels.append(self._read_branch(node, br, (lambda i: lambda v: hit(i, v))(i)))
-            elif t in O.STORE_OPS or t is O.Changed:
+                    ev.callbacks.append(partial(hit_none, i))
+            elif t in _OTHERS:
                 p = env.process(self._branch(node, br))
-                p.callbacks.append((lambda i: lambda p: hit(i, p.value))(i))
+                p.callbacks.append(partial(hit_proc, i))
                 procs.append(p)
             else:
                 raise TypeError(f"FirstOf cannot wait on {br!r}")
-        node.branches.extend(procs)
-        node.cancels.extend(cancels)
+        if procs:
+            node.branches.extend(procs)
+        if cancels:
+            node.cancels.extend(cancels)
         try:
             yield woken
         finally:
@@ -158,8 +109,11 @@ class FirstOfMixin:
                 c()
                 node.cancels.remove(c)
             for tm, cb in timers:                 # a timer that lost keeps no closure alive
-                if tm.callbacks is not None and cb in tm.callbacks:
-                    tm.callbacks.remove(cb)
+                if tm.callbacks:
+                    try:
+                        tm.callbacks.remove(cb)
+                    except ValueError:
+                        pass
             for name in signals:
                 ev = node.waiters.get(name)
                 if ev is not None and not ev.triggered:
@@ -177,3 +131,86 @@ class FirstOfMixin:
             c()
         node.cancels.clear()
         node.waiters.clear()
+
+
+
+class _ReadBranch:
+    """One blocking read in flight, as callbacks: arrive -> (park -> woke | expire) -> reply."""
+
+    __slots__ = ("rt", "node", "op", "finish", "off", "parked", "proc", "keys", "limit", "result",
+                 "nbytes")
+
+    def __init__(self, rt, node: SimNode, op, nbytes: int, finish):
+        self.rt, self.node, self.op, self.nbytes, self.finish = rt, node, op, nbytes, finish
+        self.off, self.parked, self.proc = False, False, None
+        self.keys = rt.store.keys_needed(op)
+        self.limit = op.timeout if op.timeout is not None else rt.cfg.op_timeout
+        env = rt.env
+        arrival = env.now + rt.net.latency(node.name)
+        if arrival < node.conn_last:
+            arrival = node.conn_last
+        node.conn_last = arrival
+        env.timeout(arrival - env.now).callbacks.append(self.arrive)
+
+    def done(self, value) -> None:
+        if not self.off:
+            self.finish(value)
+
+    def arrive(self, _e) -> None:
+        if self.off:
+            return
+        rt, node = self.rt, self.node
+        store = rt.store
+        if not store.alive or store.paused or not rt.net.reachable(node.name, store.host):
+            proc = self.proc = rt.env.process(rt._branch_at_store(node, self.op, self.nbytes))
+            proc.callbacks.append(lambda p: self.done(p.value))
+            proc.defused = True
+            return
+        leaves = store.admit(rt.env.now, self.nbytes)
+        if store.missing(self.keys):
+            store.park(self.keys, self.woke)
+            self.parked = True
+            if math.isfinite(self.limit):
+                rt.env.timeout(self.limit).callbacks.append(self.expire)
+        else:
+            self.reply(leaves)
+
+    def reply(self, leaves: float) -> None:
+        self.parked = False
+        rt = self.rt
+        self.result = rt.store.apply(self.op)
+        env = rt.env
+        env.timeout(leaves - env.now + rt.net.latency(self.node.name)).callbacks.append(self.back)
+
+    def back(self, _e) -> None:
+        if self.rt.store.alive:
+            self.done(self.result)
+        else:
+            self.done(O.StoreError(f"{self.node.name}: connection reset: the store went down"))
+
+    def woke(self, err) -> None:
+        if self.off or not self.parked:
+            return
+        if err is not None:                     # the store crashed under the wait
+            self.parked = False
+            self.done(err)
+            return
+        self.reply(self.rt.env.now)
+
+    def expire(self, _e) -> None:
+        if self.off or not self.parked:
+            return
+        self.rt.store.unpark(self.woke, self.keys)
+        self.parked = False
+        self.done(O.StoreTimeout(f"{self.node.name}: wait for {self.keys[0]!r} timed out "
+                                 f"after {self.limit:g} s"))
+
+    def cancel(self) -> None:
+        self.off = True
+        if self.parked:
+            self.rt.store.unpark(self.woke, self.keys)
+            self.parked = False
+        proc = self.proc
+        if proc is not None and proc.is_alive:
+            proc.interrupt()
+            proc.defused = True

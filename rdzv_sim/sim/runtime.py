@@ -18,7 +18,11 @@ from .network import Network
 from .node import SimNode
 from .cpu import SharedCpu
 from .first_of import FirstOfMixin
+from .pg_init import InitBarriers
 from .store import StoreServer, payload
+
+
+_STORE_OPS = frozenset(O.STORE_OPS)
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class SimRuntime(FirstOfMixin):
         self.rounds: dict[int, set] = {}         # round -> names of the nodes whose workers run it
         self.notices: dict[int, list] = {}       # round -> [(due, culprits)] of collective failures
         self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
-        self.pg_init: dict[int, tuple] = {}      # round -> (members arrived, all-arrived event)
+        self.pg_init = InitBarriers(env, cfg.collective_timeout)   # round -> its init barrier
         self.total_ops = 0
         self.total_bytes = 0
         self.load_bin = 1.0                      # seconds per bin of the store_load table
@@ -73,8 +77,18 @@ class SimRuntime(FirstOfMixin):
                 except StopIteration as stop:
                     return stop.value
                 value, exc = None, None
-                try:
-                    value = yield from self.execute(node, op)
+                t = type(op)
+                try:                            # the common operations first, no dispatch
+                    if t in _STORE_OPS:
+                        value = yield from self.store_call(node, op)
+                    elif t is O.FirstOf:
+                        value = yield from self.first_of(node, op)
+                    elif t is O.Now:
+                        value = self.env.now
+                    elif t is O.Emit:
+                        self._emit(node, op)
+                    else:
+                        value = yield from self.execute(node, op)
                 except (O.StoreTimeout, O.StoreError) as e:
                     exc = e
         except simpy.Interrupt:
@@ -90,10 +104,7 @@ class SimRuntime(FirstOfMixin):
         if t is O.WallClock:
             return self.cfg.wall_epoch + env.now + node.clock_skew
         if t is O.Emit:
-            if op.round is not None:
-                node.ctx_round = op.round + self.trace.round_offset
-            self.trace.record(env.now, node.name, op.event, op.round, op.rank, op.world_size,
-                              op.detail)
+            self._emit(node, op)
             return None
         if t is O.Sleep:
             if op.seconds > 0:
@@ -153,6 +164,12 @@ class SimRuntime(FirstOfMixin):
             return (yield from self.store_call(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
 
+    def _emit(self, node: SimNode, op: O.Emit) -> None:
+        if op.round is not None:
+            node.ctx_round = op.round + self.trace.round_offset
+        self.trace.record(self.env.now, node.name, op.event, op.round, op.rank, op.world_size,
+                          op.detail)
+
     def peers_notice(self, rnd, culprits: set, delay: float | None = None) -> None:
         """The collectives of round `rnd` fail for everyone but `culprits` after `delay`
         (default: the collective timeout, a hung NCCL/gloo call), unless they left by then.
@@ -185,18 +202,12 @@ class SimRuntime(FirstOfMixin):
                 n.signal("peer_failed")
 
     def _process_group_init(self, node: SimNode, op: O.StartWorkers):
-        """init_process_group is a barrier of the round's members: a member that never comes
-        (it died after the rendezvous) fails everyone's init after the collective timeout."""
-        env = self.env
+        """init_process_group is a barrier of the round's members (sim/pg_init.py): a member
+        that never comes (it died after the rendezvous) fails everyone's init after the
+        collective timeout, and they leave the round as a failed peer would make them."""
         key = op.round + self.trace.round_offset      # a requeued job numbers rounds from 0 again
-        names, done = self.pg_init.setdefault(key, (set(), env.event()))
-        names.add(node.name)
-        if len(names) >= op.members and not done.triggered:
-            done.succeed()
-            del self.pg_init[key]                      # everyone is in: nothing left to track
-        if not done.triggered:
-            got = yield env.any_of([done, env.timeout(self.cfg.collective_timeout)])
-            if done not in got and node.running_round == op.round:
+        if not (yield from self.pg_init.join(key, node.name, op.members)):
+            if node.running_round == op.round:
                 node.signal("peer_failed")
 
     # --- background heartbeats and polling (not ticked) ---------------------------------
@@ -219,9 +230,7 @@ class SimRuntime(FirstOfMixin):
         """A crashed host stops beating and polling, and never completes a process-group init."""
         self._stop_heartbeats(node)
         self.store.set_background(f"poll:{node.name}", 0.0)
-        for names, done in self.pg_init.values():
-            if not done.triggered:
-                names.discard(node.name)
+        self.pg_init.member_died(node.name)
 
     def _changed(self, node: SimNode, op: O.Changed):
         store, env = self.store, self.env

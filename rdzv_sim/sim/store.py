@@ -22,17 +22,22 @@ class ServiceModel:
         return self.base + self.per_byte * nbytes
 
 
+def _keys_bytes(op) -> int:
+    return sum(len(k) for k in op.keys)
+
+
+_PAYLOAD = {
+    Set: lambda op: len(op.key) + len(op.value),
+    CompareSet: lambda op: len(op.key) + len(op.expected) + len(op.desired),
+    MultiSet: lambda op: sum(len(k) + len(v) for k, v in op.items),
+    Wait: _keys_bytes, Check: _keys_bytes, MultiGet: _keys_bytes,
+}
+
+
 def payload(op) -> int:
     """Bytes a request carries (keys and values), as TCPStore would send them."""
-    if isinstance(op, Set):
-        return len(op.key) + len(op.value)
-    if isinstance(op, CompareSet):
-        return len(op.key) + len(op.expected) + len(op.desired)
-    if isinstance(op, MultiSet):
-        return sum(len(k) + len(v) for k, v in op.items)
-    if isinstance(op, (Wait, Check, MultiGet)):
-        return sum(len(k) for k in op.keys)
-    return len(op.key)
+    f = _PAYLOAD.get(type(op))
+    return len(op.key) if f is None else f(op)
 
 
 class StoreServer:
@@ -160,16 +165,19 @@ class StoreServer:
     def apply(self, op):
         """Apply a non-blocking op (or the non-blocking part of a blocking one)."""
         d = self.data
-        if isinstance(op, Set):
-            d[op.key] = op.value
-            self._wrote(op.key)
-            return None
-        if isinstance(op, Add):
+        t = type(op)
+        if t is Get:
+            return d[op.key]
+        if t is Add:
             v = int(d.get(op.key, "0")) + op.amount
             d[op.key] = str(v)
             self._wrote(op.key)
             return v
-        if isinstance(op, CompareSet):
+        if t is Set:
+            d[op.key] = op.value
+            self._wrote(op.key)
+            return None
+        if t is CompareSet:
             cur = d.get(op.key)
             if cur is None:
                 if op.expected == "":
@@ -182,29 +190,28 @@ class StoreServer:
                 self._wrote(op.key)
                 return op.desired
             return cur
-        if isinstance(op, Check):
+        if t is Wait:
+            return None
+        if t is Check:
             return not self.missing(op.keys)
-        if isinstance(op, MultiSet):
+        if t is MultiGet:
+            return [d[k] for k in op.keys]
+        if t is MultiSet:
             for k, v in op.items:
                 d[k] = v
             for k, _ in op.items:
                 self._wrote(k)
             return None
-        if isinstance(op, Delete):
+        if t is Delete:
             return d.pop(op.key, None) is not None
-        if isinstance(op, Get):
-            return d[op.key]
-        if isinstance(op, MultiGet):
-            return [d[k] for k in op.keys]
-        if isinstance(op, Wait):
-            return None
         raise TypeError(f"not a store operation: {op!r}")
 
     @staticmethod
     def keys_needed(op) -> tuple[str, ...]:
-        if isinstance(op, Get):
+        t = type(op)
+        if t is Get:
             return (op.key,)
-        if isinstance(op, (Wait, MultiGet)):
+        if t is Wait or t is MultiGet:
             return op.keys
         return ()
 
