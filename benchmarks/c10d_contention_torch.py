@@ -78,6 +78,8 @@ def measure(n: int, port: int) -> dict:
 
 def _process_node(i, n, port, q):
     """One node in a process of its own: join when every node is ready (a barrier), count."""
+    import random
+    random.seed()          # forked children would share the parent's draws of torch's 0-0.3 s delay
     counts, lock = {}, threading.Lock()
     client = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False,
                            timeout=timedelta(seconds=120), use_libuv=True)
@@ -97,16 +99,24 @@ def _process_node(i, n, port, q):
     handler._stop_heartbeats()
 
 
-def measure_processes(n: int) -> dict:
-    """One OS process per node (spawned, torch imported before the start line), released at once."""
+def measure_processes(n: int, method: str = "spawn") -> dict:
+    """One OS process per node (torch imported before the start line), released at once.
+
+    `spawn` imports torch in every process (~190 MB private each: N = 64 at most in 24 GB);
+    `fork` starts the nodes from this process before its server thread exists, so they share
+    its pages (N = 128 fits)."""
     import multiprocessing as mp
-    server = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
-                           timeout=timedelta(seconds=300), use_libuv=True)
-    ctx = mp.get_context("spawn")
+    import socket
+    with socket.socket() as sk:                       # a free port, for a server made after the fork
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    ctx = mp.get_context(method)
     q = ctx.Queue()
-    procs = [ctx.Process(target=_process_node, args=(i, n, server.port, q)) for i in range(n)]
+    procs = [ctx.Process(target=_process_node, args=(i, n, port, q)) for i in range(n)]
     for p in procs:
         p.start()
+    server = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
+                           timeout=timedelta(seconds=300), use_libuv=True)
     while int(server.add("bench/ready", 0)) < n:
         time.sleep(0.2)
     server.set("bench/go", b"1")
@@ -115,21 +125,26 @@ def measure_processes(n: int) -> dict:
         p.join(30)
     cas = sum(r["counts"].get("compare_set", 0) for r in rows)
     ok = sorted(r["result"][0] for r in rows if isinstance(r["result"], tuple)) == list(range(n))
-    return {"n": n, "compare_set_total": cas, "get": sum(r["counts"].get("get", 0) for r in rows),
+    return {"n": n, "start": method, "compare_set_total": cas,
+            "get": sum(r["counts"].get("get", 0) for r in rows),
             "wall_s": max(r["wall_s"] for r in rows), "ranks_ok": ok,
             "errors": [r["result"] for r in rows if not isinstance(r["result"], tuple)]}
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    processes = "--processes" in args
+    processes = "--processes" in args or "--fork" in args
+    method = "fork" if "--fork" in args else "spawn"
     ns = [int(x) for x in args if x.isdigit()] or [8, 32, 128]
-    out = []
-    for i, n in enumerate(ns):
-        r = measure_processes(n) if processes else measure(n, 29700 + i)
-        print(json.dumps(r))
-        out.append(r)
     name = "c10d_contention_torch_processes.json" if processes else "c10d_contention_torch.json"
     path = Path(__file__).resolve().parents[1] / "reports" / name
+    # runs are kept per (N, start method): a new run replaces its own, not the others
+    old = json.loads(path.read_text())["runs"] if path.exists() else []
+    keep = {(r["n"], r.get("start", "spawn") if processes else None): r for r in old}
+    for i, n in enumerate(ns):
+        r = measure_processes(n, method) if processes else measure(n, 29700 + i)
+        print(json.dumps(r), flush=True)
+        keep[(n, method if processes else None)] = r
+    out = [keep[k] for k in sorted(keep, key=lambda k: (k[0], str(k[1])))]
     path.write_text(json.dumps({"torch": __import__("torch").__version__, "threads": not processes,
                                 "date": time.strftime("%Y-%m-%d"), "runs": out}, indent=1) + "\n")

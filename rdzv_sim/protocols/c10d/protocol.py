@@ -6,11 +6,14 @@ latest state and the node decides again at once, a 1 s read cache, SYNC sleeps 1
 0-0.3 s delay before round 0, one sentinel CAS when a handler is made) and in the agent's view
 (`num_nodes_waiting` is the wait list of a read that may be 1 s old).
 
-Not ticked, to keep idle time free: keep-alive heartbeats and the 1 s polling of waiting nodes
-and of members' `num_nodes_waiting`. Heartbeats run in the background (StartHeartbeat: the
-simulator knows when each node beat last and charges the writes as store load); a waiting node
-sleeps until the blob changes or a deadline/heartbeat expiry can change the decision, then
-wakes at its next 1 s poll tick, as the real loop would have noticed it.
+Not ticked, to keep idle time free: the keep-alive heartbeats of members and of nodes on the
+wait list, and the 1 s polling of waiting nodes and of members' `num_nodes_waiting`. Those
+heartbeats run in the background (StartHeartbeat: the simulator knows when each node beat last
+and charges the writes as store load). A participant of a round that is not complete yet keeps
+alive as torch's join op does, by compare-and-set every keep-alive interval: in a long join
+storm those CASes contend with the joiners'. A waiting node sleeps until the blob changes or a
+deadline, a heartbeat expiry or its own keep-alive can change the decision, then wakes at its
+next 1 s poll tick, as the real loop would have noticed it.
 """
 from __future__ import annotations
 
@@ -89,7 +92,10 @@ class C10dProtocol(Protocol):
             now, wall = (yield Now()), (yield WallClock())
             beats = yield HeartbeatTimes((h.node,))
             own = beats.get(h.node)
-            if own is not None and h.node in h.state.last_heartbeats:   # background beats
+            if own is not None and h.node in h.state.last_heartbeats and h.state.complete:
+                # a node waiting on a complete round (wait or redundancy list) beats in the
+                # background; a participant of an open round beats by CAS, as torch's join op
+                # does (its heartbeat timer is stopped while it joins): those CASes contend
                 h.state.last_heartbeats[h.node] = max(h.state.last_heartbeats[h.node], own)
             action = decide(h.state, now, deadline, wall)
             if action is D.Action.FINISH:
@@ -114,6 +120,8 @@ class C10dProtocol(Protocol):
         st = h.state
         if st.deadline is not None and not st.complete:
             wake.append(now + (st.deadline - wall) + 1e-6)
+        if not st.complete and h.node in st.last_heartbeats:       # our own keep-alive is due
+            wake.append(now + (st.last_heartbeats[h.node] + self.s.keep_alive_interval - wall) + 1e-6)
         expiry = self.s.keep_alive_interval * self.s.keep_alive_max_attempt
         beats = yield HeartbeatTimes(tuple(st.last_heartbeats))
         for n, last in st.last_heartbeats.items():
