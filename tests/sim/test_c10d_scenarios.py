@@ -65,6 +65,21 @@ def test_default_keep_alive_never_declares_live_nodes_dead():
     assert dead.t.min() >= 60 + 15
 
 
+def test_participants_of_an_open_round_keep_alive_by_compare_and_set():
+    """torch stops a joining node's heartbeat timer: while a round waits for its last call,
+    each participant's join op CASes its keep-alive every 5 s (dynamic_rendezvous.py,
+    `_should_keep_alive` in `_RendezvousJoinOp`), and those CASes contend with the joiners'."""
+    sc = {"name": "ka", "seed": 1, "duration": 120,
+          "cluster": {"nodes": 4, "nproc_per_node": 1, "start_spread": 0.0},
+          "store": {"host": None},
+          "protocol": {"name": "c10d", "min_nodes": 2, "max_nodes": 8, "last_call_timeout": 20},
+          "shards": {"count": 0}}
+    ev = rdzv_sim.run(sc).events
+    cas = [d["cas_attempts"] for d in details(ev[ev.event == "confirmed"])]
+    assert len(cas) == 4
+    assert all(c >= 1 + 3 for c in cas)                      # the join, then >= 3 keep-alives in 20 s
+
+
 def _cas(n, cores):
     sc = {"name": "c", "seed": 1, "duration": 60,
           "cluster": {"nodes": n, "nproc_per_node": 1, "start_spread": 0,
