@@ -28,9 +28,9 @@ def _strings(arr):
         return np.array(arr.to_pylist(), dtype=object)
 
 
-NA = -(2 ** 63)
+NA = -(2 ** 63)                     # "no value" in the integer columns of the tracer
 # one encoder for every detail (json.dumps with options builds a new encoder per call)
-_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode                     # "no value" in the integer columns of the tracer
+_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
 class Tracer:

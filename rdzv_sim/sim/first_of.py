@@ -133,7 +133,6 @@ class FirstOfMixin:
         node.waiters.clear()
 
 
-
 class _ReadBranch:
     """One blocking read in flight, as callbacks: arrive -> (park -> woke | expire) -> reply."""
 
@@ -145,12 +144,7 @@ class _ReadBranch:
         self.off, self.parked, self.proc = False, False, None
         self.keys = rt.store.keys_needed(op)
         self.limit = op.timeout if op.timeout is not None else rt.cfg.op_timeout
-        env = rt.env
-        arrival = env.now + rt.net.latency(node.name)
-        if arrival < node.conn_last:
-            arrival = node.conn_last
-        node.conn_last = arrival
-        env.timeout(arrival - env.now).callbacks.append(self.arrive)
+        rt.env.timeout(rt.arrival(node) - rt.env.now).callbacks.append(self.arrive)
 
     def done(self, value) -> None:
         if not self.off:

@@ -97,21 +97,15 @@ class SimRuntime(FirstOfMixin):
             return "killed"
 
     def execute(self, node: SimNode, op):
+        """The less common operations (drive runs store calls, FirstOf, Now and Emit itself)."""
         env = self.env
         t = type(op)
-        if t is O.Now:
-            return env.now
         if t is O.WallClock:
             return self.cfg.wall_epoch + env.now + node.clock_skew
-        if t is O.Emit:
-            self._emit(node, op)
-            return None
         if t is O.Sleep:
             if op.seconds > 0:
                 yield env.timeout(op.seconds)
             return None
-        if t is O.FirstOf:
-            return (yield from self.first_of(node, op))
         if t is O.StartWorkers:
             # a member from now on: a peer that dies while we start fails our collectives too
             node.running_round = op.round
@@ -160,8 +154,6 @@ class SimRuntime(FirstOfMixin):
             return None
         if t is O.Changed:
             return (yield from self._changed(node, op))
-        if t in O.STORE_OPS:
-            return (yield from self.store_call(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
 
     def _emit(self, node: SimNode, op: O.Emit) -> None:
@@ -284,6 +276,14 @@ class SimRuntime(FirstOfMixin):
             if env.now >= deadline:
                 raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
 
+    def arrival(self, node: SimNode) -> float:
+        """When a request sent now reaches the store: one TCP connection keeps order."""
+        at = self.env.now + self.net.latency(node.name)
+        if at < node.conn_last:
+            at = node.conn_last
+        node.conn_last = at
+        return at
+
     def store_call(self, node: SimNode, op):
         """One request/reply on the node's connection: latency there, the store's FIFO queue
         and service, latency back. Two SimPy events for a plain call (arrival, reply)."""
@@ -293,8 +293,7 @@ class SimRuntime(FirstOfMixin):
         self._account(node, nbytes)
         if store.paused or not net.reachable(node.name, store.host):
             yield from self._until_clear(node, deadline)
-        arrival = max(env.now + net.latency(node.name), node.conn_last)
-        node.conn_last = arrival
+        arrival = self.arrival(node)
         if type(op) is O.Set:                        # fire and forget: the client moves on
             ev = env.timeout(arrival - env.now)
             ev.callbacks.append(lambda _ev: self._deliver_set(node, op, nbytes))

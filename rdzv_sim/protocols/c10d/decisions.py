@@ -40,9 +40,15 @@ class Settings:
     keep_alive_max_attempt: int = 3
 
 
-def should_keep_alive(state: State, node: str, s: Settings, wall: float) -> bool:
+def keep_alive_due(state: State, node: str, s: Settings) -> float | None:
+    """The wall time from which `node` should send a keep-alive (None: it has no heartbeat)."""
     last = state.last_heartbeats.get(node)
-    return last is not None and last <= wall - s.keep_alive_interval
+    return None if last is None else last + s.keep_alive_interval
+
+
+def should_keep_alive(state: State, node: str, s: Settings, wall: float) -> bool:
+    due = keep_alive_due(state, node, s)
+    return due is not None and due <= wall
 
 
 def join(state: State, node: str, s: Settings, now: float, deadline: float, wall: float) -> Action:

@@ -120,8 +120,9 @@ class C10dProtocol(Protocol):
         st = h.state
         if st.deadline is not None and not st.complete:
             wake.append(now + (st.deadline - wall) + 1e-6)
-        if not st.complete and h.node in st.last_heartbeats:       # our own keep-alive is due
-            wake.append(now + (st.last_heartbeats[h.node] + self.s.keep_alive_interval - wall) + 1e-6)
+        due = D.keep_alive_due(st, h.node, self.s)
+        if not st.complete and due is not None:                    # our own keep-alive is due
+            wake.append(now + (due - wall) + 1e-6)
         expiry = self.s.keep_alive_interval * self.s.keep_alive_max_attempt
         beats = yield HeartbeatTimes(tuple(st.last_heartbeats))
         for n, last in st.last_heartbeats.items():
