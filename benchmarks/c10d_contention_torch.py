@@ -23,15 +23,23 @@ from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (  # noqa: E
 
 
 class CountingStore:
-    """Forwards to a real store and counts calls by name (shared counter, thread-safe)."""
+    """Forwards to a real store and counts calls by name (shared counter, thread-safe).
+
+    Once armed, it notes the calling thread's CPU time at the next call: the CPU a join
+    spent before its first store call (torch's first `_record`, cold in a new process).
+    Only then: a CPU-clock read on every call is a syscall that lets the kernel preempt
+    mid-attempt, and it changes the counts several-fold (reports/c10d_contention.md)."""
 
     def __init__(self, store, counts, lock):
         self._store, self._counts, self._lock = store, counts, lock
+        self.armed, self.first_cpu = False, None
 
     def __getattr__(self, name):
         fn = getattr(self._store, name)
 
         def call(*a, **k):
+            if self.armed:
+                self.armed, self.first_cpu = False, time.thread_time()
             with self._lock:
                 self._counts[name] = self._counts.get(name, 0) + 1
             return fn(*a, **k)
@@ -83,19 +91,23 @@ def _process_node(i, n, port, q):
     counts, lock = {}, threading.Lock()
     client = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False,
                            timeout=timedelta(seconds=120), use_libuv=True)
-    backend = C10dRendezvousBackend(CountingStore(client, counts, lock), f"prun{n}")
+    counting = CountingStore(client, counts, lock)
+    backend = C10dRendezvousBackend(counting, f"prun{n}")
     handler = DynamicRendezvousHandler.from_backend(
         run_id=f"prun{n}", store=client, backend=backend, min_nodes=n, max_nodes=n,
         local_addr=f"127.0.0.{i + 2}", timeout=RendezvousTimeout(join=timedelta(seconds=120)))
     client.add("bench/ready", 1)
     client.wait(["bench/go"])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
+    counting.armed = True
     try:
         info = handler.next_rendezvous()
         res = (info.rank, info.world_size)
     except Exception as e:  # noqa: BLE001
         res = repr(e)
-    q.put({"i": i, "result": res, "counts": counts, "wall_s": time.perf_counter() - t0})
+    q.put({"i": i, "result": res, "counts": counts, "wall_s": time.perf_counter() - t0,
+           "cpu_s": time.thread_time() - c0,
+           "cold_cpu_s": (counting.first_cpu or c0) - c0})
     handler._stop_heartbeats()
 
 
@@ -127,6 +139,8 @@ def measure_processes(n: int, method: str = "spawn") -> dict:
     ok = sorted(r["result"][0] for r in rows if isinstance(r["result"], tuple)) == list(range(n))
     return {"n": n, "start": method, "compare_set_total": cas,
             "get": sum(r["counts"].get("get", 0) for r in rows),
+            "client_cpu_s": sum(r["cpu_s"] for r in rows),
+            "cold_cpu_s": sum(r["cold_cpu_s"] for r in rows),
             "wall_s": max(r["wall_s"] for r in rows), "ranks_ok": ok,
             "errors": [r["result"] for r in rows if not isinstance(r["result"], tuple)]}
 

@@ -25,6 +25,11 @@ class Cpu(Strict):
     base: NonNegativeFloat = 5e-6               # measured: torch write-sync 60 us at 1 KB,
     per_byte: NonNegativeFloat = 20e-9          # 451 us at 11.7 KB, 2.07 ms at 47 KB (2 per CAS)
     shared_cores: PositiveInt | None = None     # every host shares these cores (one-machine runs)
+    # how: "fair" time-slices them as Linux does (a process woken from I/O runs first),
+    # "sharing" runs every job at once at cores/k of a core
+    scheduler: Literal["fair", "sharing"] = "fair"
+    # fair: the share of wake-ups from I/O that preempt a running process at once
+    wakeup_preempt: Annotated[float, Field(ge=0.0, le=1.0)] = 0.05
     cold_start: NonNegativeFloat = 0.0          # extra CPU of an agent's first encode/decode (cold code)
     # the client's cost of starting a wait on several things (the real runtime: threads and a
     # second connection for its branches); `rdzv-sim calibrate` measures it

@@ -44,7 +44,7 @@ class SharedCpu:
             ev.succeed()
         self._reschedule()
 
-    def run(self, seconds: float) -> simpy.Event:
+    def run(self, seconds: float, name: str = "") -> simpy.Event:
         """An event that fires once `seconds` of CPU have been given to this job."""
         self._advance()
         ev = self.env.event()

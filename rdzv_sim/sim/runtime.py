@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import simpy
 
 from .. import ops as O
 from .network import Network
 from .node import SimNode
 from .cpu import SharedCpu
+from .fair_cpu import FairCpu
 from .first_of import FirstOfMixin
 from .pg_init import InitBarriers
 from .store import StoreServer, payload
@@ -35,6 +37,8 @@ class RuntimeConfig:
     cpu_base: float = 5e-6            # client CPU per Work op, seconds
     cpu_per_byte: float = 20e-9       # client CPU per byte encoded/decoded (torch pickle+b64)
     shared_cores: int | None = None   # all hosts share this many cores (one-machine runs)
+    cpu_scheduler: str = "fair"       # how they share them: "fair" (Linux's) or "sharing"
+    wakeup_preempt: float = 0.05      # fair: share of wake-ups from I/O that preempt at once
     cold_start: float = 0.0           # extra CPU of a process's first Work op (cold code paths)
     first_of: float = 0.0             # client cost of starting a FirstOf's branches
 
@@ -43,9 +47,9 @@ class SimRuntime(FirstOfMixin):
     def __init__(self, env: simpy.Environment, store: StoreServer, net: Network, trace,
                  cfg: RuntimeConfig, rng=None):
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
-        self.rng = rng if rng is not None else __import__("numpy").random.default_rng(0)
+        self.rng = rng if rng is not None else np.random.default_rng(0)
         self.heartbeats: dict[str, list] = {}    # descriptor -> [node, start, period, stop]
-        self.cpu = None                          # SharedCpu, made on first use (shared_cores)
+        self.cpu = None                          # FairCpu or SharedCpu, made on first use
         self.nodes: dict[str, SimNode] = {}
         self.rounds: dict[int, set] = {}         # round -> names of the nodes whose workers run it
         self.notices: dict[int, list] = {}       # round -> [(due, culprits)] of collective failures
@@ -125,11 +129,14 @@ class SimRuntime(FirstOfMixin):
                 node.warm = node.incarnation
                 cost += self.cfg.cold_start
             if self.cfg.shared_cores:
-                # processor sharing, as an OS scheduler time-slices runnable processes: the
-                # work runs at cores/k of a core while k jobs are on the CPU
+                # the hosts' processes share these cores (cpu.py, fair_cpu.py)
                 if self.cpu is None:
-                    self.cpu = SharedCpu(env, self.cfg.shared_cores)
-                job = self.cpu.run(cost)
+                    self.cpu = (FairCpu(env, self.cfg.shared_cores,
+                                        np.random.default_rng(int(self.rng.integers(2**63))),
+                                        wakeup_preempt=self.cfg.wakeup_preempt)
+                                if self.cfg.cpu_scheduler == "fair"
+                                else SharedCpu(env, self.cfg.shared_cores))
+                job = self.cpu.run(cost, node.name)
                 try:
                     yield job
                 finally:

@@ -79,7 +79,9 @@ class Simulation:
             op_timeout=sc.store.op_timeout, collective_timeout=a.collective_timeout,
             worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node,
             cpu_base=sc.cluster.cpu.base, cpu_per_byte=sc.cluster.cpu.per_byte,
-            shared_cores=sc.cluster.cpu.shared_cores, cold_start=sc.cluster.cpu.cold_start,
+            shared_cores=sc.cluster.cpu.shared_cores,
+            cpu_scheduler=sc.cluster.cpu.scheduler,
+            wakeup_preempt=sc.cluster.cpu.wakeup_preempt, cold_start=sc.cluster.cpu.cold_start,
             first_of=sc.cluster.cpu.first_of),
             rng=np.random.default_rng(seeds[3]))
         self.protocol = protocol_for(sc)

@@ -36,3 +36,76 @@ def test_a_killed_job_leaves_the_cpu():
     cpu.cancel(b)                                   # 0.25 s done each; a alone from now
     env.run(until=a)
     assert env.now == pytest.approx(1.25)
+
+
+# --- the fair scheduler: per-core queues, slices, bursts -----------------------------------
+import numpy as np  # noqa: E402
+
+from rdzv_sim.sim.fair_cpu import FairCpu  # noqa: E402
+
+
+def fair_times(cores, jobs, preempt=0.0, slice=4e-3):
+    """jobs: (start, cpu seconds, process name) -> when each finishes, on a FairCpu."""
+    env = simpy.Environment()
+    cpu, out = FairCpu(env, cores, np.random.default_rng(0), slice=slice, wakeup_preempt=preempt), {}
+
+    def job(i, start, work, name):
+        yield env.timeout(start)
+        yield cpu.run(work, name)
+        out[i] = env.now
+    for i, (s, w, name) in enumerate(jobs):
+        env.process(job(i, s, w, name))
+    env.run()
+    return [out[i] for i in range(len(jobs))]
+
+
+def test_short_jobs_run_one_after_another_not_side_by_side():
+    # processor sharing finishes both at 2 ms; a core runs one burst, then the other
+    assert fair_times(1, [(0, 1e-3, "a"), (0, 1e-3, "b")]) == pytest.approx([1e-3, 2e-3])
+    assert finish_times(1, [(0, 1e-3), (0, 1e-3)]) == pytest.approx([2e-3, 2e-3])
+
+
+def test_long_jobs_take_turns_a_slice_at_a_time():
+    # a: 0-4, b: 4-8, a: 8-12, b: 12-16, a: 16-18, b: 18-20 (ms)
+    assert fair_times(1, [(0, 10e-3, "a"), (0, 10e-3, "b")]) == pytest.approx([18e-3, 20e-3])
+
+
+def test_a_burst_keeps_its_core_and_a_used_up_slice_gives_it_away():
+    env = simpy.Environment()
+    cpu, out = FairCpu(env, 1, np.random.default_rng(0), slice=4e-3, wakeup_preempt=0.0), {}
+
+    def burst(name, parts):
+        for k, w in enumerate(parts):
+            yield cpu.run(w, name)
+            out[(name, k)] = env.now
+    env.process(burst("a", [1e-3, 1e-3, 3e-3]))    # decode, encode: one burst; then over its slice
+    env.process(burst("b", [1e-3]))
+    env.run()
+    assert out[("a", 0)] == pytest.approx(1e-3) and out[("a", 1)] == pytest.approx(2e-3)
+    assert out[("b", 0)] == pytest.approx(5e-3)   # a's slice ends at 4 ms: b runs, then a again
+    assert out[("a", 2)] == pytest.approx(6e-3)
+
+
+def test_an_idle_core_takes_work_from_the_other_queue():
+    # three processes start on cores 0, 1, 0: the third waits on core 0 until core 1 is free
+    assert fair_times(2, [(0, 3e-3, "a"), (0, 1e-3, "b"), (0, 1e-3, "c")]) == \
+        pytest.approx([3e-3, 1e-3, 2e-3])
+
+
+def test_a_waking_process_preempts_when_the_draw_says_so():
+    jobs = [(0, 10e-3, "hog"), (1e-3, 1e-3, "w"), (2e-3, 1e-3, "w")]
+    never, always = fair_times(1, jobs, preempt=0.0), fair_times(1, jobs, preempt=1.0)
+    assert never[1] > 4e-3                         # waits for the hog's slice
+    assert always[2] == pytest.approx(3e-3)        # w's second job woke it and ran at once
+    assert fair_times(1, jobs, preempt=0.3) == fair_times(1, jobs, preempt=0.3)   # seeded
+
+
+def test_a_killed_job_leaves_the_fair_cpu():
+    env = simpy.Environment()
+    cpu = FairCpu(env, 1, np.random.default_rng(0))
+    a, b = cpu.run(10e-3, "a"), cpu.run(1e-3, "b")
+    env.run(until=1e-3)
+    cpu.cancel(a)                                  # a ran 1 ms; b runs now
+    env.run(until=b)
+    assert env.now == pytest.approx(2e-3)
+    cpu.cancel(b)                                  # done already: nothing happens
