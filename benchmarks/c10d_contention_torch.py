@@ -2,7 +2,9 @@
 
 N handlers (one thread each, one TCPStore client each) join one round at once against a real
 TCPStore server; a counting wrapper around each node's backend store counts every store call.
-Writes reports/c10d_contention_torch.json. Usage: python benchmarks/c10d_contention_torch.py 8 32 128
+Writes reports/c10d_contention_torch.json (threads of one process) or, with --fork or
+--processes (spawned), reports/c10d_contention_torch_processes.json, one row per run.
+Usage: python benchmarks/c10d_contention_torch.py [--fork|--processes] [--clock] [--repeat K] 8 32 128
 """
 from __future__ import annotations
 
@@ -30,9 +32,9 @@ class CountingStore:
     Only then: a CPU-clock read on every call is a syscall that lets the kernel preempt
     mid-attempt, and it changes the counts several-fold (reports/c10d_contention.md)."""
 
-    def __init__(self, store, counts, lock):
+    def __init__(self, store, counts, lock, clock_every_call=False):
         self._store, self._counts, self._lock = store, counts, lock
-        self.armed, self.first_cpu = False, None
+        self.armed, self.first_cpu, self.clock = False, None, clock_every_call
 
     def __getattr__(self, name):
         fn = getattr(self._store, name)
@@ -40,6 +42,8 @@ class CountingStore:
         def call(*a, **k):
             if self.armed:
                 self.armed, self.first_cpu = False, time.thread_time()
+            elif self.clock:
+                time.thread_time()
             with self._lock:
                 self._counts[name] = self._counts.get(name, 0) + 1
             return fn(*a, **k)
@@ -84,14 +88,14 @@ def measure(n: int, port: int) -> dict:
             "state_bytes_base64": state_bytes, "ranks_ok": ranks == list(range(n)), "errors": errors}
 
 
-def _process_node(i, n, port, q):
+def _process_node(i, n, port, q, clock=False):
     """One node in a process of its own: join when every node is ready (a barrier), count."""
     import random
     random.seed()          # forked children would share the parent's draws of torch's 0-0.3 s delay
     counts, lock = {}, threading.Lock()
     client = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False,
                            timeout=timedelta(seconds=120), use_libuv=True)
-    counting = CountingStore(client, counts, lock)
+    counting = CountingStore(client, counts, lock, clock)
     backend = C10dRendezvousBackend(counting, f"prun{n}")
     handler = DynamicRendezvousHandler.from_backend(
         run_id=f"prun{n}", store=client, backend=backend, min_nodes=n, max_nodes=n,
@@ -111,7 +115,7 @@ def _process_node(i, n, port, q):
     handler._stop_heartbeats()
 
 
-def measure_processes(n: int, method: str = "spawn") -> dict:
+def measure_processes(n: int, method: str = "spawn", clock: bool = False) -> dict:
     """One OS process per node (torch imported before the start line), released at once.
 
     `spawn` imports torch in every process (~190 MB private each: N = 64 at most in 24 GB);
@@ -124,7 +128,7 @@ def measure_processes(n: int, method: str = "spawn") -> dict:
         port = sk.getsockname()[1]
     ctx = mp.get_context(method)
     q = ctx.Queue()
-    procs = [ctx.Process(target=_process_node, args=(i, n, port, q)) for i in range(n)]
+    procs = [ctx.Process(target=_process_node, args=(i, n, port, q, clock)) for i in range(n)]
     for p in procs:
         p.start()
     server = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
@@ -137,7 +141,7 @@ def measure_processes(n: int, method: str = "spawn") -> dict:
         p.join(30)
     cas = sum(r["counts"].get("compare_set", 0) for r in rows)
     ok = sorted(r["result"][0] for r in rows if isinstance(r["result"], tuple)) == list(range(n))
-    return {"n": n, "start": method, "compare_set_total": cas,
+    return {"n": n, "start": method + ("+clock" if clock else ""), "compare_set_total": cas,
             "get": sum(r["counts"].get("get", 0) for r in rows),
             "client_cpu_s": sum(r["cpu_s"] for r in rows),
             "cold_cpu_s": sum(r["cold_cpu_s"] for r in rows),
@@ -149,16 +153,23 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     processes = "--processes" in args or "--fork" in args
     method = "fork" if "--fork" in args else "spawn"
+    clock = "--clock" in args            # read the CPU clock on every store call (see CountingStore)
+    repeat = 1
+    if "--repeat" in args:
+        k = args.index("--repeat")
+        repeat = int(args.pop(k + 1))
     ns = [int(x) for x in args if x.isdigit()] or [8, 32, 128]
     name = "c10d_contention_torch_processes.json" if processes else "c10d_contention_torch.json"
     path = Path(__file__).resolve().parents[1] / "reports" / name
-    # runs are kept per (N, start method): a new run replaces its own, not the others
+    # runs are kept per (N, setup): new runs replace that setup's old ones, not the others
+    setup = (method + ("+clock" if clock else "")) if processes else None
     old = json.loads(path.read_text())["runs"] if path.exists() else []
-    keep = {(r["n"], r.get("start", "spawn") if processes else None): r for r in old}
+    out = [r for r in old if not (r["n"] in ns and r.get("start", "spawn" if processes else None) == setup)]
     for i, n in enumerate(ns):
-        r = measure_processes(n, method) if processes else measure(n, 29700 + i)
-        print(json.dumps(r), flush=True)
-        keep[(n, method if processes else None)] = r
-    out = [keep[k] for k in sorted(keep, key=lambda k: (k[0], str(k[1])))]
+        for _ in range(repeat):
+            r = measure_processes(n, method, clock) if processes else measure(n, 29700 + i)
+            print(json.dumps(r), flush=True)
+            out.append(r)
+    out.sort(key=lambda r: (r["n"], str(r.get("start"))))
     path.write_text(json.dumps({"torch": __import__("torch").__version__, "threads": not processes,
                                 "date": time.strftime("%Y-%m-%d"), "runs": out}, indent=1) + "\n")
