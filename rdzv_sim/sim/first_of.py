@@ -155,7 +155,7 @@ class _ReadBranch:
             return
         rt, node = self.rt, self.node
         store = rt.store
-        if not store.alive or store.paused or not rt.net.reachable(node.name, store.host):
+        if not store.alive or rt.blocked(node):
             proc = self.proc = rt.env.process(rt._branch_at_store(node, self.op, self.nbytes))
             proc.callbacks.append(lambda p: self.done(p.value))
             proc.defused = True

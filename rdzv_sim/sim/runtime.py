@@ -270,10 +270,14 @@ class SimRuntime(FirstOfMixin):
         acc[0] += 1
         acc[1] += nbytes
 
+    def blocked(self, node: SimNode) -> bool:
+        """The store cannot answer this node now: paused, or cut off from it."""
+        return self.store.paused or not self.net.reachable(node.name, self.store.host)
+
     def _until_clear(self, node: SimNode, deadline: float):
         """Hang while the store is paused or cut off from `node`; StoreTimeout at the deadline."""
         env, store, net = self.env, self.store, self.net
-        while store.paused or not net.reachable(node.name, store.host):
+        while self.blocked(node):
             remaining = deadline - env.now
             if remaining <= 0:
                 raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
@@ -298,7 +302,7 @@ class SimRuntime(FirstOfMixin):
         deadline = env.now + self.cfg.op_timeout
         nbytes = payload(op)
         self._account(node, nbytes)
-        if store.paused or not net.reachable(node.name, store.host):
+        if self.blocked(node):
             yield from self._until_clear(node, deadline)
         arrival = self.arrival(node)
         if type(op) is O.Set:                        # fire and forget: the client moves on
@@ -323,7 +327,7 @@ class SimRuntime(FirstOfMixin):
         store = self.store
         if not store.alive:
             return
-        if store.paused or not self.net.reachable(node.name, store.host):
+        if self.blocked(node):
             self.env.process(self._serve(node, op, nbytes))
             return
         store.admit(self.env.now, nbytes)
@@ -336,7 +340,7 @@ class SimRuntime(FirstOfMixin):
         env, store = self.env, self.store
         if not store.alive:
             raise O.StoreError(f"{node.name}: connection refused: the store is down")
-        if store.paused or not self.net.reachable(node.name, store.host):
+        if self.blocked(node):
             yield from self._until_clear(node, deadline)
         leaves = store.admit(env.now, nbytes)
         needed = store.keys_needed(op)
