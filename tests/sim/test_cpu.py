@@ -109,3 +109,41 @@ def test_a_killed_job_leaves_the_fair_cpu():
     env.run(until=b)
     assert env.now == pytest.approx(2e-3)
     cpu.cancel(b)                                  # done already: nothing happens
+
+
+# --- properties of the fair scheduler over random job sets ----------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_jobs = st.lists(st.tuples(st.floats(0, 0.02), st.floats(1e-5, 0.012), st.sampled_from("abcdef")),
+                 min_size=1, max_size=25)
+
+
+@settings(max_examples=80, deadline=None)
+@given(jobs=_jobs, cores=st.integers(1, 3), preempt=st.sampled_from([0.0, 0.05, 1.0]))
+def test_every_job_gets_its_cpu_and_no_core_idles_while_work_waits(jobs, cores, preempt):
+    env = simpy.Environment()
+    cpu = FairCpu(env, cores, np.random.default_rng(1), wakeup_preempt=preempt)
+    done, busy = {}, []
+
+    def job(i, start, work, name):
+        yield env.timeout(start)
+        yield cpu.run(work, name)
+        done[i] = env.now
+
+    def watch():                       # sample: idle cores while jobs wait is a scheduler bug
+        while True:
+            yield env.timeout(1e-4)
+            waiting = sum(len(c.queue) for c in cpu.cores)
+            idle = sum(c.job is None and c.held is None for c in cpu.cores)
+            busy.append((waiting, idle))
+    for i, (s, w, name) in enumerate(jobs):
+        env.process(job(i, s, w, name))
+    env.process(watch())
+    env.run(until=1.0)
+    assert sorted(done) == list(range(len(jobs)))              # nothing lost, nothing twice
+    for i, (s, w, _) in enumerate(jobs):
+        assert done[i] >= s + w - 1e-9                           # no job gets more than a core
+    assert not any(waiting and idle for waiting, idle in busy)
+    if all(s == 0 for s, _, _ in jobs) and cores == 1:           # one core, all at once:
+        assert max(done.values()) == pytest.approx(sum(w for _, w, _ in jobs))   # never idle
+    assert not cpu.jobs and not any(c.queue or c.job for c in cpu.cores)
