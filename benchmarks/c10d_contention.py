@@ -144,7 +144,9 @@ READING = [
     "- Where the model misses: near the storm's onset (forked N = 48 to 96) its count "
     "climbs more steeply than torch's, so it can fall a quarter short at one N and run a "
     "quarter over at the next (the line under the first table says where, this run). torch "
-    "itself is least repeatable there: at N = 64 its runs today ranged 311 to 589. Not "
+    "itself is least repeatable there: at N = 64 its runs today ranged 311 to 589. The model "
+    "is as touchy: fed each torch run's own CPU instead of the row's mean (cold starts 26 "
+    "to 29 ms), its N = 48 count ranges 160 to 269. Not "
     "modelled: EEVDF's lag and deadlines, wake-ups moved to the waker's core, the TCPStore "
     "server's own thread on the same cores (giving it real-time priority changed nothing at "
     "N = 128: 1,461 to 1,509 attempts against 1,541 to 1,577).",
