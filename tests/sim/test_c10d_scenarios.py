@@ -80,29 +80,24 @@ def test_participants_of_an_open_round_keep_alive_by_compare_and_set():
     assert all(c >= 1 + 3 for c in cas)                      # the join, then >= 3 keep-alives in 20 s
 
 
-def _cas(n, cpu):
-    sc = {"name": "c", "seed": 1, "duration": 60,
-          "cluster": {"nodes": n, "nproc_per_node": 1, "start_spread": 0, "cpu": cpu},
-          "store": {"host": None}, "protocol": {"name": "c10d", "min_nodes": n, "max_nodes": n},
-          "shards": {"count": 0}}
-    ev = rdzv_sim.run(sc).events
+def _cas(*overrides):
+    """CAS attempts of c10d-join-storm's nodes (torch's client CPU on 2 shared cores)."""
+    ev = rdzv_sim.run("c10d-join-storm", overrides=list(overrides)).events
     return sum(d["cas_attempts"] for d in details(ev[ev.event == "confirmed"]))
 
 
-# torch's client CPU, measured in forked processes on 2 cores (reports/c10d_contention.md)
-TORCH_CPU = {"shared_cores": 2, "base": 1.4e-3, "cold_start": 0.026}
+def _nodes(n):
+    return [f"cluster.nodes={n}", f"protocol.min_nodes={n}", f"protocol.max_nodes={n}"]
 
 
 def test_cas_contention_grows_superlinearly_once_clients_share_a_cpu():
-    assert _cas(16, TORCH_CPU) <= 3 * 16                     # arrivals spread over 0-0.3 s
-    assert _cas(96, TORCH_CPU) >= 6 * 96                     # the retry storm of one blob
-    assert _cas(8, {"shared_cores": 1}) == 8                 # 5 us per attempt: no collision
+    assert _cas(*_nodes(16)) <= 3 * 16                      # arrivals spread over 0-0.3 s
+    assert _cas() >= 6 * 96                                  # the retry storm of one blob
+    assert _cas(*_nodes(8), "cluster.cpu.base=5e-6", "cluster.cpu.cold_start=0") == 8
 
 
 def test_processor_sharing_collides_in_lockstep_where_a_fair_scheduler_does_not():
-    fair = _cas(96, TORCH_CPU)
-    lockstep = _cas(96, {**TORCH_CPU, "scheduler": "sharing"})
-    assert lockstep > 2 * fair
+    assert _cas("cluster.cpu.scheduler=sharing") > 2 * _cas()
 
 
 def test_state_blob_grows_with_n_and_so_do_bytes():
