@@ -18,7 +18,7 @@ from .. import ops as O
 from .network import Network
 from .node import SimNode
 from .cpu import SharedCpu
-from .fair_cpu import FairCpu
+from .fair_cpu import WAKEUP_PREEMPT, FairCpu
 from .first_of import FirstOfMixin
 from .pg_init import InitBarriers
 from .store import StoreServer, payload
@@ -38,7 +38,7 @@ class RuntimeConfig:
     cpu_per_byte: float = 20e-9       # client CPU per byte encoded/decoded (torch pickle+b64)
     shared_cores: int | None = None   # all hosts share this many cores (one-machine runs)
     cpu_scheduler: str = "fair"       # how they share them: "fair" (Linux's) or "sharing"
-    wakeup_preempt: float = 0.05      # fair: share of wake-ups from I/O that preempt at once
+    wakeup_preempt: float = WAKEUP_PREEMPT   # fair: share of wake-ups from I/O that preempt at once
     cold_start: float = 0.0           # extra CPU of a process's first Work op (cold code paths)
     first_of: float = 0.0             # client cost of starting a FirstOf's branches
 
