@@ -153,21 +153,22 @@ READING = [
     "- What the kernel does, seen with `perf sched record` around one forked N = 64 run "
     "(461 attempts; `perf sched timehist --state`): of 3,360 times a node's process left "
     "its core, 1,971 were blocking on I/O, 429 a full 4 ms slice used up, 960 an early "
-    "preemption (most by the TCPStore server's thread waking for a request; the model "
-    "charges the server no client CPU), and 153 moves to the other core: processes stay "
-    "on their core, as the model keeps them.",
+    "preemption, and 153 moves to the other core: processes stay on their core, as the "
+    "model keeps them. The early preemptions of a node's process (raw sched_switch "
+    "records): 593 by the TCPStore server's thread waking for a request (the model charges "
+    "the server no CPU), 295 by another node's process waking, ~140 by kernel threads.",
     "- Why a failed CAS keeps failing: in torch's storm a client whose CAS failed gets the "
     "reply at once but the CPU only 15-120 ms later (the median wait was 14 ms at N = 64 and "
     "46 ms at N = 128, timed with perf_counter around each store call), so the state it "
     "decodes is stale again by the time it sends. At N = 128 one try in ~12 succeeds.",
     "- A measurement that changes what it measures: reading the thread's CPU clock "
     "(`time.thread_time()`) around every store call makes forked torch's storm several times "
-    "larger (first table column above). The read is a system call that updates the "
+    "larger (first column of the second table). The read is a system call that updates the "
     "scheduler's accounting, so a used-up slice is noticed mid-attempt instead of at the next "
     "tick, and attempts are cut in two. The benchmark reads the clock twice per node only. "
     "The model does not reproduce this regime: with a 1.5 ms slice (EEVDF's base slice on "
     "2 cores) its N = 128 storm grows to ~3,000 attempts, not ~9,000.",
-    "- Spawned nodes pay ~5x the CPU per attempt of forked ones (measured above; our guess, "
+    "- Spawned nodes pay 3-4x the CPU per attempt of forked ones (measured above; our guess, "
     "not verified: each holds ~190 MB of its own and the caches of 2 cores thrash), and the "
     "model, given that CPU, follows their counts too; at N = 64 one earlier spawned run "
     "livelocked (12,026 attempts, every handler timed out after 120 s), which the model does "
@@ -178,8 +179,8 @@ READING = [
     "every frame's source file (the cold start, ~25 ms). A torch behaviour that looks like a "
     "bug; the model charges it (a Work op where torch records first), it does not fix it.",
     "- The issue's figures (31, 282, 3,936 at N = 8, 32, 128) fit none of these setups on this "
-    "machine; they need a client CPU per attempt between forked and spawned, on some other "
-    "machine. The model reproduces a setup given its measured CPU, which is what it can "
+    "machine: 31 at N = 8 is more than any setup here made, 282 at N = 32 is spawned-like, "
+    "3,936 at N = 128 lies between forked and the clock-read regime. The model reproduces a setup given its measured CPU, which is what it can "
     "promise a user: measure your agents' CPU per attempt, and the model tells you the storm.",
 ]
 
