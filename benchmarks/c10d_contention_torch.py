@@ -4,7 +4,8 @@ N handlers (one thread each, one TCPStore client each) join one round at once ag
 TCPStore server; a counting wrapper around each node's backend store counts every store call.
 Writes reports/c10d_contention_torch.json (threads of one process) or, with --fork or
 --processes (spawned), reports/c10d_contention_torch_processes.json, one row per run.
-Usage: python benchmarks/c10d_contention_torch.py [--fork|--processes] [--clock] [--repeat K] 8 32 128
+Usage: python benchmarks/c10d_contention_torch.py [--fork|--processes] [--clock] [--extra-cpu MS]
+       [--repeat K] 8 32 128
 """
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ class CountingStore:
     Only then: a CPU-clock read on every call is a syscall that lets the kernel preempt
     mid-attempt, and it changes the counts several-fold (reports/c10d_contention.md)."""
 
-    def __init__(self, store, counts, lock, clock_every_call=False):
+    def __init__(self, store, counts, lock, clock_every_call=False, burn=0):
         self._store, self._counts, self._lock = store, counts, lock
         self.armed, self.first_cpu, self.clock = False, None, clock_every_call
+        self.burn = burn                  # loop iterations of extra CPU before each CAS
 
     def __getattr__(self, name):
         fn = getattr(self._store, name)
@@ -44,6 +46,9 @@ class CountingStore:
                 self.armed, self.first_cpu = False, time.thread_time()
             elif self.clock:
                 time.thread_time()
+            if self.burn and name == "compare_set":
+                for _ in range(self.burn):    # pure Python: no system call, no preemption point
+                    pass
             with self._lock:
                 self._counts[name] = self._counts.get(name, 0) + 1
             return fn(*a, **k)
@@ -88,14 +93,14 @@ def measure(n: int, port: int) -> dict:
             "state_bytes_base64": state_bytes, "ranks_ok": ranks == list(range(n)), "errors": errors}
 
 
-def _process_node(i, n, port, q, clock=False):
+def _process_node(i, n, port, q, clock=False, burn=0):
     """One node in a process of its own: join when every node is ready (a barrier), count."""
     import random
     random.seed()          # forked children would share the parent's draws of torch's 0-0.3 s delay
     counts, lock = {}, threading.Lock()
     client = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False,
                            timeout=timedelta(seconds=120), use_libuv=True)
-    counting = CountingStore(client, counts, lock, clock)
+    counting = CountingStore(client, counts, lock, clock, burn)
     backend = C10dRendezvousBackend(counting, f"prun{n}")
     handler = DynamicRendezvousHandler.from_backend(
         run_id=f"prun{n}", store=client, backend=backend, min_nodes=n, max_nodes=n,
@@ -115,7 +120,16 @@ def _process_node(i, n, port, q, clock=False):
     handler._stop_heartbeats()
 
 
-def measure_processes(n: int, method: str = "spawn", clock: bool = False) -> dict:
+def burn_iterations(ms: float) -> int:
+    """Loop iterations that take `ms` of CPU here (timed once, in this process)."""
+    k = 200_000
+    t = time.perf_counter()
+    for _ in range(k):
+        pass
+    return int(k * ms * 1e-3 / (time.perf_counter() - t)) if ms > 0 else 0
+
+
+def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_ms: float = 0.0) -> dict:
     """One OS process per node (torch imported before the start line), released at once.
 
     `spawn` imports torch in every process (~190 MB private each: N = 64 at most in 24 GB);
@@ -128,7 +142,8 @@ def measure_processes(n: int, method: str = "spawn", clock: bool = False) -> dic
         port = sk.getsockname()[1]
     ctx = mp.get_context(method)
     q = ctx.Queue()
-    procs = [ctx.Process(target=_process_node, args=(i, n, port, q, clock)) for i in range(n)]
+    burn = burn_iterations(extra_ms)
+    procs = [ctx.Process(target=_process_node, args=(i, n, port, q, clock, burn)) for i in range(n)]
     for p in procs:
         p.start()
     server = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
@@ -141,7 +156,8 @@ def measure_processes(n: int, method: str = "spawn", clock: bool = False) -> dic
         p.join(30)
     cas = sum(r["counts"].get("compare_set", 0) for r in rows)
     ok = sorted(r["result"][0] for r in rows if isinstance(r["result"], tuple)) == list(range(n))
-    return {"n": n, "start": method + ("+clock" if clock else ""), "compare_set_total": cas,
+    setup = method + ("+clock" if clock else "") + (f"+{extra_ms:g}ms" if extra_ms else "")
+    return {"n": n, "start": setup, "compare_set_total": cas,
             "get": sum(r["counts"].get("get", 0) for r in rows),
             "client_cpu_s": sum(r["cpu_s"] for r in rows),
             "cold_cpu_s": sum(r["cold_cpu_s"] for r in rows),
@@ -154,6 +170,10 @@ if __name__ == "__main__":
     processes = "--processes" in args or "--fork" in args
     method = "fork" if "--fork" in args else "spawn"
     clock = "--clock" in args            # read the CPU clock on every store call (see CountingStore)
+    extra = 0.0                          # --extra-cpu MS: burn MS of CPU before each CAS
+    if "--extra-cpu" in args:
+        k = args.index("--extra-cpu")
+        extra = float(args.pop(k + 1))
     repeat = 1
     if "--repeat" in args:
         k = args.index("--repeat")
@@ -162,12 +182,12 @@ if __name__ == "__main__":
     name = "c10d_contention_torch_processes.json" if processes else "c10d_contention_torch.json"
     path = Path(__file__).resolve().parents[1] / "reports" / name
     # runs are kept per (N, setup): new runs replace that setup's old ones, not the others
-    setup = (method + ("+clock" if clock else "")) if processes else None
+    setup = (method + ("+clock" if clock else "") + (f"+{extra:g}ms" if extra else "")) if processes else None
     old = json.loads(path.read_text())["runs"] if path.exists() else []
     out = [r for r in old if not (r["n"] in ns and r.get("start", "spawn" if processes else None) == setup)]
     for i, n in enumerate(ns):
         for _ in range(repeat):
-            r = measure_processes(n, method, clock) if processes else measure(n, 29700 + i)
+            r = measure_processes(n, method, clock, extra) if processes else measure(n, 29700 + i)
             print(json.dumps(r), flush=True)
             out.append(r)
     out.sort(key=lambda r: (r["n"], str(r.get("start"))))
