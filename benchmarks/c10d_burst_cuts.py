@@ -14,13 +14,11 @@ from __future__ import annotations
 import bisect
 import collections
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -32,43 +30,8 @@ def storm(n: int, extra_ms: float, out: str) -> None:
     """The child side: the torch storm, each node logging (call, start, end, pid) per store call."""
     sys.path.insert(0, str(HERE))
     import c10d_contention_torch as B
-
-    class Timed(B.CountingStore):
-        def __getattr__(self, name):
-            fn = getattr(self._store, name)
-
-            def call(*a, **k):
-                if self.burn and name == "compare_set":
-                    for _ in range(self.burn):
-                        pass
-                t0 = time.perf_counter()
-                r = fn(*a, **k)
-                self._counts.setdefault("log", []).append((name, t0, time.perf_counter(), os.getpid()))
-                self._counts[name] = self._counts.get(name, 0) + 1
-                return r
-            return call
-    B.CountingStore = Timed
-    import multiprocessing as mp
-    import socket
-    from datetime import timedelta
-    burn = B.burn_iterations(extra_ms)
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        port = sk.getsockname()[1]
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=B._process_node, args=(i, n, port, q, False, burn)) for i in range(n)]
-    for p in procs:
-        p.start()
-    server = B.dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
-                             timeout=timedelta(seconds=300), use_libuv=True)
-    while int(server.add("bench/ready", 0)) < n:
-        time.sleep(0.2)
-    server.set("bench/go", b"1")
-    rows = [q.get(timeout=300) for _ in procs]
-    for p in procs:
-        p.join(30)
-    Path(out).write_text(json.dumps([r["counts"]["log"] for r in rows]))
+    r = B.measure_processes(n, "fork", extra_ms=extra_ms, log=True)
+    Path(out).write_text(json.dumps(r["logs"]))
 
 
 def cuts(switches: dict, logs: list) -> dict:

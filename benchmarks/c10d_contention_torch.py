@@ -33,10 +33,11 @@ class CountingStore:
     Only then: a CPU-clock read on every call is a syscall that lets the kernel preempt
     mid-attempt, and it changes the counts several-fold (reports/c10d_contention.md)."""
 
-    def __init__(self, store, counts, lock, clock_every_call=False, burn=0):
+    def __init__(self, store, counts, lock, clock_every_call=False, burn=0, log=False):
         self._store, self._counts, self._lock = store, counts, lock
         self.armed, self.first_cpu, self.clock = False, None, clock_every_call
         self.burn = burn                  # loop iterations of extra CPU before each CAS
+        self.log = [] if log else None    # (call, start, end, pid) by perf_counter: no syscall
 
     def __getattr__(self, name):
         fn = getattr(self._store, name)
@@ -51,7 +52,12 @@ class CountingStore:
                     pass
             with self._lock:
                 self._counts[name] = self._counts.get(name, 0) + 1
-            return fn(*a, **k)
+            if self.log is None:
+                return fn(*a, **k)
+            t0 = time.perf_counter()
+            r = fn(*a, **k)
+            self.log.append((name, t0, time.perf_counter(), os.getpid()))
+            return r
         return call
 
 
@@ -93,14 +99,14 @@ def measure(n: int, port: int) -> dict:
             "state_bytes_base64": state_bytes, "ranks_ok": ranks == list(range(n)), "errors": errors}
 
 
-def _process_node(i, n, port, q, clock=False, burn=0):
+def _process_node(i, n, port, q, clock=False, burn=0, log=False):
     """One node in a process of its own: join when every node is ready (a barrier), count."""
     import random
     random.seed()          # forked children would share the parent's draws of torch's 0-0.3 s delay
     counts, lock = {}, threading.Lock()
     client = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False,
                            timeout=timedelta(seconds=120), use_libuv=True)
-    counting = CountingStore(client, counts, lock, clock, burn)
+    counting = CountingStore(client, counts, lock, clock, burn, log)
     backend = C10dRendezvousBackend(counting, f"prun{n}")
     handler = DynamicRendezvousHandler.from_backend(
         run_id=f"prun{n}", store=client, backend=backend, min_nodes=n, max_nodes=n,
@@ -116,7 +122,7 @@ def _process_node(i, n, port, q, clock=False, burn=0):
         res = repr(e)
     q.put({"i": i, "result": res, "counts": counts, "wall_s": time.perf_counter() - t0,
            "cpu_s": time.thread_time() - c0,
-           "cold_cpu_s": (counting.first_cpu or c0) - c0})
+           "cold_cpu_s": (counting.first_cpu or c0) - c0, "log": counting.log})
     handler._stop_heartbeats()
 
 
@@ -129,7 +135,13 @@ def burn_iterations(ms: float) -> int:
     return int(k * ms * 1e-3 / (time.perf_counter() - t)) if ms > 0 else 0
 
 
-def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_ms: float = 0.0) -> dict:
+def setup_name(method: str, clock: bool = False, extra_ms: float = 0.0) -> str:
+    """How a run's setup is named in the report: fork, spawn, fork+clock, fork+1ms, ..."""
+    return method + ("+clock" if clock else "") + (f"+{extra_ms:g}ms" if extra_ms else "")
+
+
+def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_ms: float = 0.0,
+                      log: bool = False) -> dict:
     """One OS process per node (torch imported before the start line), released at once.
 
     `spawn` imports torch in every process (~190 MB private each: N = 64 at most in 24 GB);
@@ -143,7 +155,8 @@ def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_
     ctx = mp.get_context(method)
     q = ctx.Queue()
     burn = burn_iterations(extra_ms)
-    procs = [ctx.Process(target=_process_node, args=(i, n, port, q, clock, burn)) for i in range(n)]
+    procs = [ctx.Process(target=_process_node, args=(i, n, port, q, clock, burn, log))
+             for i in range(n)]
     for p in procs:
         p.start()
     server = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
@@ -156,13 +169,15 @@ def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_
         p.join(30)
     cas = sum(r["counts"].get("compare_set", 0) for r in rows)
     ok = sorted(r["result"][0] for r in rows if isinstance(r["result"], tuple)) == list(range(n))
-    setup = method + ("+clock" if clock else "") + (f"+{extra_ms:g}ms" if extra_ms else "")
-    return {"n": n, "start": setup, "compare_set_total": cas,
+    out = {"n": n, "start": setup_name(method, clock, extra_ms), "compare_set_total": cas,
             "get": sum(r["counts"].get("get", 0) for r in rows),
             "client_cpu_s": sum(r["cpu_s"] for r in rows),
             "cold_cpu_s": sum(r["cold_cpu_s"] for r in rows),
             "wall_s": max(r["wall_s"] for r in rows), "ranks_ok": ok,
             "errors": [r["result"] for r in rows if not isinstance(r["result"], tuple)]}
+    if log:
+        out["logs"] = [r["log"] for r in rows]
+    return out
 
 
 if __name__ == "__main__":
@@ -182,7 +197,7 @@ if __name__ == "__main__":
     name = "c10d_contention_torch_processes.json" if processes else "c10d_contention_torch.json"
     path = Path(__file__).resolve().parents[1] / "reports" / name
     # runs are kept per (N, setup): new runs replace that setup's old ones, not the others
-    setup = (method + ("+clock" if clock else "") + (f"+{extra:g}ms" if extra else "")) if processes else None
+    setup = setup_name(method, clock, extra) if processes else None
     old = json.loads(path.read_text())["runs"] if path.exists() else []
     out = [r for r in old if not (r["n"] in ns and r.get("start", "spawn" if processes else None) == setup)]
     for i, n in enumerate(ns):

@@ -52,7 +52,6 @@ class _Job:
 
 @dataclass(eq=False)
 class _Core:
-    index: int
     queue: list = field(default_factory=list)   # runnable jobs waiting for this core
     job: _Job | None = None
     start: float = 0.0
@@ -66,7 +65,7 @@ class FairCpu:
                  wakeup_credit: float = WAKEUP_CREDIT, wakeup_preempt: float = WAKEUP_PREEMPT):
         self.env, self.rng = env, rng
         self.slice, self.credit, self.preempt = slice, wakeup_credit, wakeup_preempt
-        self.cores = [_Core(i) for i in range(cores)]
+        self.cores = [_Core() for _ in range(cores)]
         self.tasks: dict[str, _Task] = {}
         self.jobs: dict[simpy.Event, _Job] = {}
         self.min_v = 0.0
@@ -88,7 +87,7 @@ class FairCpu:
         core = next((c for c in self.cores if c.held is task), None)     # the same burst
         if core is not None:
             core.held = None
-            if core.slice_end > self.env.now or not (core.queue or self._waiting()):
+            if core.slice_end > self.env.now or not self._waiting():
                 self._start(core, job, fresh=False)
                 return job.done
             self._enqueue(core, job)                     # its slice was used up: it waits
@@ -171,7 +170,7 @@ class FairCpu:
         job = core.job
         self._stop(core, requeue=False)
         if job.left > 1e-12:
-            if core.queue or self._waiting():
+            if self._waiting():
                 self._enqueue(core, job)      # its slice is over: the least runtime runs
                 self._dispatch(core)
             else:

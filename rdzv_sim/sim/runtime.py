@@ -131,11 +131,7 @@ class SimRuntime(FirstOfMixin):
             if self.cfg.shared_cores:
                 # the hosts' processes share these cores (cpu.py, fair_cpu.py)
                 if self.cpu is None:
-                    self.cpu = (FairCpu(env, self.cfg.shared_cores,
-                                        np.random.default_rng(int(self.rng.integers(2**63))),
-                                        wakeup_preempt=self.cfg.wakeup_preempt)
-                                if self.cfg.cpu_scheduler == "fair"
-                                else SharedCpu(env, self.cfg.shared_cores))
+                    self.cpu = self._shared_cpu()
                 job = self.cpu.run(cost, node.name)
                 try:
                     yield job
@@ -162,6 +158,15 @@ class SimRuntime(FirstOfMixin):
         if t is O.Changed:
             return (yield from self._changed(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
+
+    def _shared_cpu(self):
+        """The cores every host shares, as the scenario's scheduler runs them; the fair one
+        draws from a generator of its own, seeded from the runtime's."""
+        cfg = self.cfg
+        if cfg.cpu_scheduler == "sharing":
+            return SharedCpu(self.env, cfg.shared_cores)
+        rng = np.random.default_rng(int(self.rng.integers(2**63)))
+        return FairCpu(self.env, cfg.shared_cores, rng, wakeup_preempt=cfg.wakeup_preempt)
 
     def _emit(self, node: SimNode, op: O.Emit) -> None:
         if op.round is not None:

@@ -1,8 +1,11 @@
-"""Processor sharing of the cores one-machine runs share."""
+"""How one-machine runs share their cores: processor sharing and the fair scheduler."""
+import numpy as np
 import pytest
 import simpy
+from hypothesis import given, settings, strategies as st
 
 from rdzv_sim.sim.cpu import SharedCpu
+from rdzv_sim.sim.fair_cpu import FairCpu
 
 
 def finish_times(cores, jobs):
@@ -39,11 +42,6 @@ def test_a_killed_job_leaves_the_cpu():
 
 
 # --- the fair scheduler: per-core queues, slices, bursts -----------------------------------
-import numpy as np  # noqa: E402
-
-from rdzv_sim.sim.fair_cpu import FairCpu  # noqa: E402
-
-
 def fair_times(cores, jobs, preempt=0.0, slice=4e-3):
     """jobs: (start, cpu seconds, process name) -> when each finishes, on a FairCpu."""
     env = simpy.Environment()
@@ -112,8 +110,6 @@ def test_a_killed_job_leaves_the_fair_cpu():
 
 
 # --- properties of the fair scheduler over random job sets ----------------------------------
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
 _jobs = st.lists(st.tuples(st.floats(0, 0.02), st.floats(1e-5, 0.012), st.sampled_from("abcdef")),
                  min_size=1, max_size=25)
 
