@@ -3,9 +3,11 @@
 The model (rdzv_sim's c10d protocol on 2 shared cores) against torch's own
 DynamicRendezvousHandler in one process per node, counted through a wrapper around each node's
 store (benchmarks/c10d_contention_torch.py; rerun it with --torch). The model's CPU inputs are
-not fitted to the counts: each setup's client CPU is measured in the same torch runs (CPU
-before the first store call = cold start; the rest per attempt). Writes
-reports/c10d_contention.md. Usage: python benchmarks/c10d_contention.py [--torch]
+fitted to the counts: each setup's client CPU is measured in the same torch runs (CPU before
+the first store call = cold start; the rest per attempt). `--torch` keeps the last batch of torch
+runs as the earlier one (reports/c10d_contention_torch_processes_earlier.json) and takes a new
+batch, so the model, whose scheduler constants were chosen on one batch, is checked on the
+next. Writes reports/c10d_contention.md. Usage: python benchmarks/c10d_contention.py [--torch]
 """
 from __future__ import annotations
 
@@ -52,6 +54,9 @@ def measured_cpu(runs: list[dict]) -> dict:
 
 
 def run_torch() -> None:
+    latest = ROOT / "reports" / "c10d_contention_torch_processes.json"
+    if latest.exists():
+        latest.replace(latest.with_name(latest.stem + "_earlier.json"))
     bench = [sys.executable, str(ROOT / "benchmarks" / "c10d_contention_torch.py")]
     subprocess.run([*bench, "--fork", "--repeat", "3", *map(str, FORK_NS)], check=True)
     subprocess.run([*bench, "--fork", "--clock", "--repeat", "2", "32", "64", "96", "128"], check=True)
@@ -72,26 +77,34 @@ def main():
     ppath = ROOT / "reports" / "c10d_contention_torch_processes.json"
     if "--torch" in sys.argv or not ppath.exists():
         run_torch()
-    runs = json.loads(ppath.read_text())["runs"]
+    batch = json.loads(ppath.read_text())
+    runs = batch["runs"]
+    epath = ppath.with_name(ppath.stem + "_earlier.json")
+    earlier = json.loads(epath.read_text()) if epath.exists() else None
     tpath = ROOT / "reports" / "c10d_contention_torch.json"
     threads = {r["n"]: r for r in json.loads(tpath.read_text())["runs"]} if tpath.exists() else {}
 
-    def of(setup, n):
+    def of(setup, n, runs=runs):
         return [r for r in runs if r["n"] == n and r.get("start") == setup]
 
     def mean(rs):
         return statistics.mean(r["compare_set_total"] for r in rs)
 
-    rows, inputs = [], {}
-    for setup, ns in (("fork", FORK_NS), ("fork+1ms", EXTRA_NS), ("fork+2ms", EXTRA_NS),
-                      ("spawn", SPAWN_NS)):
-        for n in ns:
-            rs = [r for r in of(setup, n) if "cold_cpu_s" in r and r.get("ranks_ok", True)]
-            if not rs:
-                continue
-            cpu = inputs[(setup, n)] = measured_cpu(rs)
-            got = [model(n, cpu, s) for s in SEEDS]
-            rows.append((setup, n, rs, got))
+    def compare(runs):
+        """(setup, N, torch's runs, the model's counts per seed, its inputs) per measured row."""
+        rows = []
+        for setup, ns in (("fork", FORK_NS), ("fork+1ms", EXTRA_NS), ("fork+2ms", EXTRA_NS),
+                          ("spawn", SPAWN_NS)):
+            for n in ns:
+                rs = [r for r in of(setup, n, runs) if "cold_cpu_s" in r and r.get("ranks_ok", True)]
+                if rs:
+                    cpu = measured_cpu(rs)
+                    rows.append((setup, n, rs, [model(n, cpu, s) for s in SEEDS], cpu))
+        return rows
+
+    rows = compare(runs)
+    inputs = {(setup, n): cpu for setup, n, _, _, cpu in rows}
+    before = compare(earlier["runs"]) if earlier else []
     sharing = {n: [model(n, {**inputs[("fork", n)], "scheduler": "sharing"}, s) for s in SEEDS[:2]]
                for n in FORK_NS if ("fork", n) in inputs}
     own = {n: model(n, {"shared_cores": 2}) for n in FORK_NS}
@@ -113,7 +126,7 @@ def main():
              "model's inputs: cold start, CPU per attempt |",
              "|---|---:|---|---:|---|---:|---|"]
     verdict = {}
-    for setup, n, rs, got in rows:
+    for setup, n, rs, got, _ in rows:
         t, m = mean(rs), statistics.mean(got)
         cpu = inputs[(setup, n)]
         verdict[(setup, n)] = m / t
@@ -122,7 +135,21 @@ def main():
     inside = [f"{s} {n}" for (s, n), v in verdict.items() if abs(v - 1) <= 0.25]
     outside = [f"{s} {n} ({v:.2f})" for (s, n), v in verdict.items() if abs(v - 1) > 0.25]
     lines += ["", f"Within 25% of torch's mean: {', '.join(inside) or 'none'}. "
-              f"Outside: {', '.join(outside) or 'none'}.", "",
+              f"Outside: {', '.join(outside) or 'none'}.", ""]
+    if before:
+        lines += ["## The same model against the batch of torch runs before", "",
+                  f"Taken {earlier['date']}, before the one above "
+                  "(reports/c10d_contention_torch_processes_earlier.json).", "",
+                  "| start | N | torch, each run | torch mean | model mean [range] | model / torch |",
+                  "|---|---:|---|---:|---|---:|"]
+        near = 0
+        for setup, n, rs, got, _ in before:
+            t, m = mean(rs), statistics.mean(got)
+            near += abs(m / t - 1) <= 0.25
+            lines.append(f"| {setup} | {n} | {fmt_runs(rs)} | {t:,.0f} | {m:,.0f} [{min(got):,}-{max(got):,}] "
+                         f"| {m / t:.2f} |")
+        lines += ["", f"Within 25%: {near} of {len(before)} rows.", ""]
+    lines += [
               "## What else changes the count", "",
               "| N | forked, CPU clock read on every store call | threads of one process | "
               "spawned, earlier runs | model, processor sharing | model, own CPU per host (5 us) "

@@ -3,20 +3,26 @@
 Processor sharing (cpu.SharedCpu) makes every runnable job progress at once, so clients that
 start together finish together and, in a compare-and-set storm, collide in lockstep. A kernel
 instead gives each core a queue of its own and runs one process at a time from it: the one
-that has had the least CPU (its virtual runtime) first, until it blocks on I/O or its slice
-ends at a scheduler tick. What the model keeps of that, and where each piece comes from
-(torch's c10d storm on this project's machine, reports/c10d_contention.md):
+that has had the least CPU (its virtual runtime) first, until it blocks on I/O or is cut.
+What the model keeps of that, each piece measured on torch's c10d storm on this project's
+machine (benchmarks/c10d_burst_cuts.py, reports/c10d_burst_cuts.md):
 
 - a process stays on the core it last ran on; a core whose queue is empty takes work from the
   longest other queue (load balancing);
 - a burst of computing (decode, decide, encode of a CAS attempt) runs through on one core:
   the core waits for the next job its process asks for at the same instant;
-- the slice is 4 ms: the tick of a 250 Hz kernel, which is when a slice is found used up
-  (benchmarks: two busy processes on one core alternate every 3.98 ms);
-- a process woken from I/O (its CAS reply is back) waits its turn; a few (`wakeup_preempt`,
-  5%) preempt the running process that has had the most CPU. Measured: torch's failed CASes
-  wait 15-120 ms for the CPU in the storm and 1-7% get it within 0.5 ms; the 5% itself was
-  chosen from a scan of 0-10% against torch's counts, the model's one fitted constant.
+- a slice (EEVDF's base slice: 0.7 ms x (1 + log2 of the CPUs), 1.4 ms on 2) protects the
+  running process; once it is used, the next tick (250 Hz: every 4 ms, on every core at the
+  same instants) cuts it if anything waits. Measured: ticks cut 4-8% of bursts that had run
+  under 1 ms, 94-100% of those past 1.5 ms;
+- past its slice, a process is also cut between ticks, by other tasks waking (the store's
+  server thread, other clients): `preempt_rate` per second (measured 60-190);
+- a process woken from I/O keeps its virtual runtime (raised to the least among the runnable:
+  no sleeper bonus in EEVDF) and waits its turn; `wakeup_preempt` of them (10%) take a core at
+  once from the process that has had the most CPU. Measured: 12-22% of torch's failed CASes
+  get the CPU within 0.5 ms of their reply; the model gives 14-23%.
+  The last two rates were chosen from a scan (0 / 5 / 10% x 0 / 60 / 120 per second) against
+  torch's counts, inside their measured ranges.
 
 One timer per core, rescheduled when what the core runs changes (a stale timer is recognised
 by its generation). A process is named by its caller (a node): its jobs share one virtual
@@ -29,9 +35,10 @@ from dataclasses import dataclass, field
 
 import simpy
 
-SLICE = 4e-3                # a 250 Hz tick: when the kernel notices a slice is used up
-WAKEUP_CREDIT = 6e-3        # a sleeper is placed at most this far before the least runtime
-WAKEUP_PREEMPT = 0.05       # the share of wake-ups that preempt at once (fitted, see above)
+SLICE = 1.4e-3              # EEVDF's base slice on 2 CPUs: protected running time
+TICK = 4e-3                 # 250 Hz: when the kernel checks whether a slice is used up
+PREEMPT_RATE = 120.0        # per second past the slice: cuts by other tasks waking
+WAKEUP_PREEMPT = 0.10       # the share of wake-ups that take a core at once
 
 
 @dataclass(eq=False)
@@ -56,15 +63,16 @@ class _Core:
     job: _Job | None = None
     start: float = 0.0
     gen: int = 0
-    slice_end: float = 0.0           # when the running process's slice is used up
+    slice_end: float = 0.0           # when the running process is cut (if others wait)
     held: _Task | None = None        # just finished a job of this task: its next one runs here
 
 
 class FairCpu:
     def __init__(self, env: simpy.Environment, cores: int, rng, slice: float = SLICE,
-                 wakeup_credit: float = WAKEUP_CREDIT, wakeup_preempt: float = WAKEUP_PREEMPT):
+                 tick: float = TICK, preempt_rate: float = PREEMPT_RATE,
+                 wakeup_preempt: float = WAKEUP_PREEMPT):
         self.env, self.rng = env, rng
-        self.slice, self.credit, self.preempt = slice, wakeup_credit, wakeup_preempt
+        self.slice, self.tick, self.rate, self.preempt = slice, tick, preempt_rate, wakeup_preempt
         self.cores = [_Core() for _ in range(cores)]
         self.tasks: dict[str, _Task] = {}
         self.jobs: dict[simpy.Event, _Job] = {}
@@ -79,7 +87,7 @@ class FairCpu:
             task = self.tasks[name] = _Task(core=self.cores[len(self.tasks) % len(self.cores)])
         self._update_min()
         woke = not task.new
-        task.v = max(task.v, self.min_v - self.credit) if woke else self.min_v
+        task.v = max(task.v, self.min_v) if woke else self.min_v
         task.new = False
         self.seq += 1
         job = _Job(task, seconds, self.env.event(), self.seq)
@@ -140,11 +148,20 @@ class FairCpu:
         job.task.core = core
         core.job, core.start = job, self.env.now
         if fresh or core.slice_end <= self.env.now:
-            core.slice_end = self.env.now + self.slice
+            core.slice_end = self._cut_time()
         core.gen += 1
         gen = core.gen
         self.env.timeout(min(job.left, core.slice_end - self.env.now)).callbacks.append(
             lambda _e: self._tick(core) if gen == core.gen else None)
+
+    def _cut_time(self) -> float:
+        """When a slice that starts now ends: at the first tick after it is used, or earlier,
+        by a wake-up once it is used."""
+        used = self.env.now + self.slice
+        end = math.ceil(used / self.tick - 1e-9) * self.tick if self.tick else used
+        if self.rate:
+            end = min(end, used + self.rng.exponential(1.0 / self.rate))
+        return end
 
     def _stop(self, core: _Core, requeue: bool = True) -> None:
         """Charge the running job for what it ran; put it back in its queue (preempted)."""

@@ -18,7 +18,7 @@ from .. import ops as O
 from .network import Network
 from .node import SimNode
 from .cpu import SharedCpu
-from .fair_cpu import WAKEUP_PREEMPT, FairCpu
+from .fair_cpu import PREEMPT_RATE, SLICE, TICK, WAKEUP_PREEMPT, FairCpu
 from .first_of import FirstOfMixin
 from .pg_init import InitBarriers
 from .store import StoreServer, payload
@@ -38,6 +38,9 @@ class RuntimeConfig:
     cpu_per_byte: float = 20e-9       # client CPU per byte encoded/decoded (torch pickle+b64)
     shared_cores: int | None = None   # all hosts share this many cores (one-machine runs)
     cpu_scheduler: str = "fair"       # how they share them: "fair" (Linux's) or "sharing"
+    cpu_slice: float = SLICE          # fair: protected running time of a process
+    cpu_tick: float = TICK            # fair: when a used-up slice is cut
+    preempt_rate: float = PREEMPT_RATE       # fair: cuts past the slice by wake-ups, per second
     wakeup_preempt: float = WAKEUP_PREEMPT   # fair: share of wake-ups from I/O that preempt at once
     cold_start: float = 0.0           # extra CPU of a process's first Work op (cold code paths)
     first_of: float = 0.0             # client cost of starting a FirstOf's branches
@@ -166,7 +169,8 @@ class SimRuntime(FirstOfMixin):
         if cfg.cpu_scheduler == "sharing":
             return SharedCpu(self.env, cfg.shared_cores)
         rng = np.random.default_rng(int(self.rng.integers(2**63)))
-        return FairCpu(self.env, cfg.shared_cores, rng, wakeup_preempt=cfg.wakeup_preempt)
+        return FairCpu(self.env, cfg.shared_cores, rng, slice=cfg.cpu_slice, tick=cfg.cpu_tick,
+                       preempt_rate=cfg.preempt_rate, wakeup_preempt=cfg.wakeup_preempt)
 
     def _emit(self, node: SimNode, op: O.Emit) -> None:
         if op.round is not None:

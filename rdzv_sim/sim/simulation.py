@@ -80,7 +80,8 @@ class Simulation:
             worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node,
             cpu_base=sc.cluster.cpu.base, cpu_per_byte=sc.cluster.cpu.per_byte,
             shared_cores=sc.cluster.cpu.shared_cores,
-            cpu_scheduler=sc.cluster.cpu.scheduler,
+            cpu_scheduler=sc.cluster.cpu.scheduler, cpu_slice=sc.cluster.cpu.slice,
+            cpu_tick=sc.cluster.cpu.tick, preempt_rate=sc.cluster.cpu.preempt_rate,
             wakeup_preempt=sc.cluster.cpu.wakeup_preempt, cold_start=sc.cluster.cpu.cold_start,
             first_of=sc.cluster.cpu.first_of),
             rng=np.random.default_rng(seeds[3]))

@@ -42,10 +42,12 @@ def test_a_killed_job_leaves_the_cpu():
 
 
 # --- the fair scheduler: per-core queues, slices, bursts -----------------------------------
-def fair_times(cores, jobs, preempt=0.0, slice=4e-3):
-    """jobs: (start, cpu seconds, process name) -> when each finishes, on a FairCpu."""
+def fair_times(cores, jobs, preempt=0.0, rate=0.0):
+    """jobs: (start, cpu seconds, process name) -> when each finishes, on a FairCpu (a 1.4 ms
+    slice, 4 ms ticks; no random preemption unless asked)."""
     env = simpy.Environment()
-    cpu, out = FairCpu(env, cores, np.random.default_rng(0), slice=slice, wakeup_preempt=preempt), {}
+    cpu, out = FairCpu(env, cores, np.random.default_rng(0), preempt_rate=rate,
+                       wakeup_preempt=preempt), {}
 
     def job(i, start, work, name):
         yield env.timeout(start)
@@ -64,13 +66,31 @@ def test_short_jobs_run_one_after_another_not_side_by_side():
 
 
 def test_long_jobs_take_turns_a_slice_at_a_time():
-    # a: 0-4, b: 4-8, a: 8-12, b: 12-16, a: 16-18, b: 18-20 (ms)
+    # a: 0-4, b: 4-8, a: 8-12, b: 12-16, a: 16-18, b: 18-20 (ms): each cut at a tick
     assert fair_times(1, [(0, 10e-3, "a"), (0, 10e-3, "b")]) == pytest.approx([18e-3, 20e-3])
+
+
+def test_a_slice_is_cut_at_the_first_tick_after_it_is_used():
+    # started at 2.5 ms, the 1.4 ms slice is used at 3.9: cut at the 4 ms tick, w runs 4-5;
+    # started at 3 ms, it is used at 4.4: the 4 ms tick passes, cut at 8, w runs 8-9
+    early = fair_times(1, [(2.5e-3, 10e-3, "hog"), (2.6e-3, 1e-3, "w")])
+    late = fair_times(1, [(3e-3, 10e-3, "hog"), (3.1e-3, 1e-3, "w")])
+    assert early[1] == pytest.approx(5e-3) and late[1] == pytest.approx(9e-3)
+    alone = fair_times(1, [(3e-3, 10e-3, "hog")])              # nobody waits: never cut
+    assert alone == pytest.approx([13e-3])
+
+
+def test_past_its_slice_a_process_is_cut_by_wakeups_at_the_preempt_rate():
+    jobs = [(0, 10e-3, "hog"), (0.1e-3, 1e-3, "w")]
+    assert fair_times(1, jobs, rate=1e9)[1] == pytest.approx(2.4e-3, abs=1e-6)   # at 1.4 ms
+    assert fair_times(1, jobs, rate=0.0)[1] == pytest.approx(5e-3)              # at the tick
+    some = fair_times(1, jobs, rate=300.0)[1]
+    assert 2.4e-3 < some < 5e-3 and some == fair_times(1, jobs, rate=300.0)[1]  # seeded
 
 
 def test_a_burst_keeps_its_core_and_a_used_up_slice_gives_it_away():
     env = simpy.Environment()
-    cpu, out = FairCpu(env, 1, np.random.default_rng(0), slice=4e-3, wakeup_preempt=0.0), {}
+    cpu, out = FairCpu(env, 1, np.random.default_rng(0), preempt_rate=0.0, wakeup_preempt=0.0), {}
 
     def burst(name, parts):
         for k, w in enumerate(parts):
@@ -80,7 +100,7 @@ def test_a_burst_keeps_its_core_and_a_used_up_slice_gives_it_away():
     env.process(burst("b", [1e-3]))
     env.run()
     assert out[("a", 0)] == pytest.approx(1e-3) and out[("a", 1)] == pytest.approx(2e-3)
-    assert out[("b", 0)] == pytest.approx(5e-3)   # a's slice ends at 4 ms: b runs, then a again
+    assert out[("b", 0)] == pytest.approx(5e-3)   # a's slice is cut at the 4 ms tick: b runs, then a
     assert out[("a", 2)] == pytest.approx(6e-3)
 
 
@@ -115,10 +135,11 @@ _jobs = st.lists(st.tuples(st.floats(0, 0.02), st.floats(1e-5, 0.012), st.sample
 
 
 @settings(max_examples=80, deadline=None)
-@given(jobs=_jobs, cores=st.integers(1, 3), preempt=st.sampled_from([0.0, 0.05, 1.0]))
-def test_every_job_gets_its_cpu_and_no_core_idles_while_work_waits(jobs, cores, preempt):
+@given(jobs=_jobs, cores=st.integers(1, 3), preempt=st.sampled_from([0.0, 0.1, 1.0]),
+       rate=st.sampled_from([0.0, 120.0, 1e4]))
+def test_every_job_gets_its_cpu_and_no_core_idles_while_work_waits(jobs, cores, preempt, rate):
     env = simpy.Environment()
-    cpu = FairCpu(env, cores, np.random.default_rng(1), wakeup_preempt=preempt)
+    cpu = FairCpu(env, cores, np.random.default_rng(1), preempt_rate=rate, wakeup_preempt=preempt)
     done, busy = {}, []
 
     def job(i, start, work, name):
