@@ -30,7 +30,7 @@ class Cpu(Strict):
     scheduler: Literal["fair", "sharing"] = "fair"
     # fair (rdzv_sim/sim/fair_cpu.py; defaults measured on Linux 6.18, 2 CPUs, HZ=250):
     slice: NonNegativeFloat = 1.4e-3            # EEVDF's base slice: 0.7 ms x (1 + log2 CPUs)
-    tick: NonNegativeFloat = 4e-3               # 1 / CONFIG_HZ: when a used-up slice is cut
+    tick: NonNegativeFloat = 4e-3               # 1 / CONFIG_HZ: when a used-up slice is cut (0: at once)
     preempt_rate: NonNegativeFloat = 120.0      # per second past the slice: cuts by wake-ups
     wakeup_preempt: Annotated[float, Field(ge=0.0, le=1.0)] = 0.10   # wake-ups taking a core at once
     cold_start: NonNegativeFloat = 0.0          # extra CPU of an agent's first encode/decode (cold code)

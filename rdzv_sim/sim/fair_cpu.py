@@ -13,16 +13,16 @@ machine (benchmarks/c10d_burst_cuts.py, reports/c10d_burst_cuts.md):
   the core waits for the next job its process asks for at the same instant;
 - a slice (EEVDF's base slice: 0.7 ms x (1 + log2 of the CPUs), 1.4 ms on 2) protects the
   running process; once it is used, the next tick (250 Hz: every 4 ms, on every core at the
-  same instants) cuts it if anything waits. Measured: ticks cut 4-8% of bursts that had run
-  under 1 ms, 94-100% of those past 1.5 ms;
+  same instants) cuts it if anything waits. Measured: ticks cut 2-8% of bursts that had run
+  under 1 ms, 97-100% of those past 1.5 ms;
 - past its slice, a process is also cut between ticks, by other tasks waking (the store's
-  server thread, other clients): `preempt_rate` per second (measured 60-190);
+  server thread, other clients): `preempt_rate` per second (measured 70-280);
 - a process woken from I/O keeps its virtual runtime (raised to the least among the runnable:
-  no sleeper bonus in EEVDF) and waits its turn; `wakeup_preempt` of them (10%) take a core at
-  once from the process that has had the most CPU. Measured: 12-22% of torch's failed CASes
-  get the CPU within 0.5 ms of their reply; the model gives 14-23%.
-  The last two rates were chosen from a scan (0 / 5 / 10% x 0 / 60 / 120 per second) against
-  torch's counts, inside their measured ranges.
+  EEVDF gives sleepers no bonus) and waits its turn; `wakeup_preempt` of them (10%) take a
+  core at once from the process that has had the most CPU. Measured: 12-22% of torch's failed
+  CASes get a core within 0.5 ms of their reply; the model gives 13-22%.
+  The two rates were chosen from a scan (0 / 5 / 10% x 0 / 60 / 120 per second) against
+  torch's counts (reports/c10d_contention.md), inside their measured ranges.
 
 One timer per core, rescheduled when what the core runs changes (a stale timer is recognised
 by its generation). A process is named by its caller (a node): its jobs share one virtual
@@ -37,6 +37,7 @@ import simpy
 
 SLICE = 1.4e-3              # EEVDF's base slice on 2 CPUs: protected running time
 TICK = 4e-3                 # 250 Hz: when the kernel checks whether a slice is used up
+                            # (0: at once, as when the process makes system calls often)
 PREEMPT_RATE = 120.0        # per second past the slice: cuts by other tasks waking
 WAKEUP_PREEMPT = 0.10       # the share of wake-ups that take a core at once
 
@@ -155,8 +156,8 @@ class FairCpu:
             lambda _e: self._tick(core) if gen == core.gen else None)
 
     def _cut_time(self) -> float:
-        """When a slice that starts now ends: at the first tick after it is used, or earlier,
-        by a wake-up once it is used."""
+        """When a slice that starts now ends: at the first tick after it is used (with no
+        tick, as it is used), or earlier, by a wake-up once it is used."""
         used = self.env.now + self.slice
         end = math.ceil(used / self.tick - 1e-9) * self.tick if self.tick else used
         if self.rate:
