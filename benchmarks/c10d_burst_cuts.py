@@ -268,7 +268,9 @@ READING = [
     "and other clients, woken by their replies), ~0.02 per ms before the slice is used and "
     "0.07-0.28 per ms after it, more when the bursts are short (more requests per second). The "
     "model: `preempt_rate` (120 per second) past the slice, and `wakeup_preempt` (10%) of the "
-    "wake-ups take a core at once whatever it runs. The two were chosen from a scan against the "
+    "wake-ups take a core at once whatever it runs (the clients woke 0.19-0.27 times per ms per "
+    "core in these storms: 10% of that is the cut rate before the slice). The two were chosen "
+    "from a scan against the "
     "contention counts of one batch of torch runs (reports/c10d_contention.md), inside the "
     "ranges measured here.",
     "- With that law the model's CAS bursts are cut about as often as torch's, woken clients "
