@@ -32,8 +32,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
@@ -111,7 +109,7 @@ def law(script: str, logs: list, period: float = 4e-3) -> dict:
                 k = bisect.bisect_left(back, w[-1])
                 if k < len(back) and back[k] <= a[2]:
                     woke_wait.append(back[k] - w[-1])
-            first = next((out[k] for k in range(i, j) if out[k][1].startswith("R")), None)
+            first = out[i] if i < j else None        # left its core runnable: cut
             end = first[0] if first else e
             at_tick = False
             t = phase + period * (int((s - phase) / period) + 1)
@@ -203,18 +201,11 @@ def model_side(n: int, torch_run: dict, seed: int = 1) -> dict:
                 task.cut = False
             super()._release(core, task)
 
-    plain = R.SimRuntime._shared_cpu
-
-    def watched(self):
-        cfg = self.cfg
-        return Watched(self.env, cfg.shared_cores, np.random.default_rng(int(self.rng.integers(2**63))),
-                       slice=cfg.cpu_slice, tick=cfg.cpu_tick, preempt_rate=cfg.preempt_rate,
-                       wakeup_preempt=cfg.wakeup_preempt)
-    R.SimRuntime._shared_cpu = watched               # this benchmark's probe, nothing else's
+    R.SimRuntime.fair_cpu = Watched                  # this benchmark's probe, nothing else's
     try:
         cas = C.model(n, cpu, seed)
     finally:
-        R.SimRuntime._shared_cpu = plain
+        R.SimRuntime.fair_cpu = FairCpu
     return {"cas_total": cas, "cut_share": round(seen["cut"] / max(seen["bursts"], 1), 3),
             "woken_waits_ms": quantiles(seen["woke"]), "cut_waits_ms": quantiles(seen["cut_wait"])}
 

@@ -66,6 +66,17 @@ def run_torch() -> None:
     subprocess.run([*bench, "--processes", "--repeat", "2", *map(str, SPAWN_NS)], check=True)
 
 
+def near(ratio: float) -> bool:
+    """Within the issue's band: 25% of torch's mean."""
+    return abs(ratio - 1) <= 0.25
+
+
+def compared(rs: list[dict], got: list[int]) -> tuple[float, str]:
+    """Model / torch, and the table cells: torch's runs, their mean, the model's mean [range]."""
+    t, m = statistics.mean(r["compare_set_total"] for r in rs), statistics.mean(got)
+    return m / t, f"{fmt_runs(rs)} | {t:,.0f} | {m:,.0f} [{min(got):,}-{max(got):,}] | {m / t:.2f}"
+
+
 def fmt_runs(rs: list[dict]) -> str:
     if not rs:
         return "-"
@@ -86,9 +97,6 @@ def main():
 
     def of(setup, n, runs=runs):
         return [r for r in runs if r["n"] == n and r.get("start") == setup]
-
-    def mean(rs):
-        return statistics.mean(r["compare_set_total"] for r in rs)
 
     def compare(runs):
         """(setup, N, torch's runs, the model's counts per seed, its inputs) per measured row."""
@@ -131,14 +139,12 @@ def main():
              "model's inputs: cold start, CPU per attempt |",
              "|---|---:|---|---:|---|---:|---|"]
     verdict = {}
-    for setup, n, rs, got, _ in rows:
-        t, m = mean(rs), statistics.mean(got)
-        cpu = inputs[(setup, n)]
-        verdict[(setup, n)] = m / t
-        lines.append(f"| {setup} | {n} | {fmt_runs(rs)} | {t:,.0f} | {m:,.0f} [{min(got):,}-{max(got):,}] | "
-                     f"{m / t:.2f} | {cpu['cold_start'] * 1e3:.0f} ms, {cpu['base'] * 2e3:.1f} ms |")
-    inside = [f"{s} {n}" for (s, n), v in verdict.items() if abs(v - 1) <= 0.25]
-    outside = [f"{s} {n} ({v:.2f})" for (s, n), v in verdict.items() if abs(v - 1) > 0.25]
+    for setup, n, rs, got, cpu in rows:
+        verdict[(setup, n)], cells = compared(rs, got)
+        lines.append(f"| {setup} | {n} | {cells} | "
+                     f"{cpu['cold_start'] * 1e3:.0f} ms, {cpu['base'] * 2e3:.1f} ms |")
+    inside = [f"{s} {n}" for (s, n), v in verdict.items() if near(v)]
+    outside = [f"{s} {n} ({v:.2f})" for (s, n), v in verdict.items() if not near(v)]
     lines += ["", f"Within 25% of torch's mean: {', '.join(inside) or 'none'}. "
               f"Outside: {', '.join(outside) or 'none'}.", ""]
     if before:
@@ -147,13 +153,12 @@ def main():
                   "(reports/c10d_contention_torch_processes_earlier.json).", "",
                   "| start | N | torch, each run | torch mean | model mean [range] | model / torch |",
                   "|---|---:|---|---:|---|---:|"]
-        near = 0
+        inside_before = 0
         for setup, n, rs, got, _ in before:
-            t, m = mean(rs), statistics.mean(got)
-            near += abs(m / t - 1) <= 0.25
-            lines.append(f"| {setup} | {n} | {fmt_runs(rs)} | {t:,.0f} | {m:,.0f} [{min(got):,}-{max(got):,}] "
-                         f"| {m / t:.2f} |")
-        lines += ["", f"Within 25%: {near} of {len(before)} rows.", ""]
+            ratio, cells = compared(rs, got)
+            inside_before += near(ratio)
+            lines.append(f"| {setup} | {n} | {cells} |")
+        lines += ["", f"Within 25%: {inside_before} of {len(before)} rows.", ""]
     lines += [
               "## What else changes the count", "",
               "| N | forked, CPU clock read on every store call | model of that: `tick: 0` | "

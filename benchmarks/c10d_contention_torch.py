@@ -9,6 +9,7 @@ Usage: python benchmarks/c10d_contention_torch.py [--fork|--processes] [--clock]
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -180,31 +181,34 @@ def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_
     return out
 
 
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    processes = "--processes" in args or "--fork" in args
-    method = "fork" if "--fork" in args else "spawn"
-    clock = "--clock" in args            # read the CPU clock on every store call (see CountingStore)
-    extra = 0.0                          # --extra-cpu MS: burn MS of CPU before each CAS
-    if "--extra-cpu" in args:
-        k = args.index("--extra-cpu")
-        extra = float(args.pop(k + 1))
-    repeat = 1
-    if "--repeat" in args:
-        k = args.index("--repeat")
-        repeat = int(args.pop(k + 1))
-    ns = [int(x) for x in args if x.isdigit()] or [8, 32, 128]
+def main():
+    ap = argparse.ArgumentParser(description="torch's own c10d handlers joining at once, counted")
+    ap.add_argument("ns", nargs="*", type=int, default=[8, 32, 128], help="numbers of nodes")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--fork", action="store_true", help="one forked process per node")
+    how.add_argument("--processes", action="store_true", help="one spawned process per node")
+    ap.add_argument("--clock", action="store_true",
+                    help="read the CPU clock on every store call (see CountingStore)")
+    ap.add_argument("--extra-cpu", type=float, default=0.0, metavar="MS",
+                    help="burn MS of CPU before each CAS")
+    ap.add_argument("--repeat", type=int, default=1, metavar="K", help="runs per N")
+    a = ap.parse_args()
+    processes, method = a.fork or a.processes, "fork" if a.fork else "spawn"
     name = "c10d_contention_torch_processes.json" if processes else "c10d_contention_torch.json"
     path = Path(__file__).resolve().parents[1] / "reports" / name
     # runs are kept per (N, setup): new runs replace that setup's old ones, not the others
-    setup = setup_name(method, clock, extra) if processes else None
+    setup = setup_name(method, a.clock, a.extra_cpu) if processes else None
     old = json.loads(path.read_text())["runs"] if path.exists() else []
-    out = [r for r in old if not (r["n"] in ns and r.get("start", "spawn" if processes else None) == setup)]
-    for i, n in enumerate(ns):
-        for _ in range(repeat):
-            r = measure_processes(n, method, clock, extra) if processes else measure(n, 29700 + i)
+    out = [r for r in old if not (r["n"] in a.ns and r.get("start", "spawn" if processes else None) == setup)]
+    for i, n in enumerate(a.ns):
+        for _ in range(a.repeat):
+            r = measure_processes(n, method, a.clock, a.extra_cpu) if processes else measure(n, 29700 + i)
             print(json.dumps(r), flush=True)
             out.append(r)
     out.sort(key=lambda r: (r["n"], str(r.get("start"))))
     path.write_text(json.dumps({"torch": __import__("torch").__version__, "threads": not processes,
                                 "date": time.strftime("%Y-%m-%d"), "runs": out}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -130,8 +130,7 @@ class FairCpu:
 
     # --- the scheduler ------------------------------------------------------------------
     def _v_now(self, core: _Core) -> float:
-        if core.job is None:
-            return -math.inf
+        """The running process's virtual runtime, counting what it has run so far (busy cores)."""
         return core.job.task.v + (self.env.now - core.start)
 
     def _update_min(self) -> None:

@@ -47,6 +47,8 @@ class RuntimeConfig:
 
 
 class SimRuntime(FirstOfMixin):
+    fair_cpu = FairCpu                           # the fair scheduler's class (a probe may subclass it)
+
     def __init__(self, env: simpy.Environment, store: StoreServer, net: Network, trace,
                  cfg: RuntimeConfig, rng=None):
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
@@ -169,8 +171,8 @@ class SimRuntime(FirstOfMixin):
         if cfg.cpu_scheduler == "sharing":
             return SharedCpu(self.env, cfg.shared_cores)
         rng = np.random.default_rng(int(self.rng.integers(2**63)))
-        return FairCpu(self.env, cfg.shared_cores, rng, slice=cfg.cpu_slice, tick=cfg.cpu_tick,
-                       preempt_rate=cfg.preempt_rate, wakeup_preempt=cfg.wakeup_preempt)
+        return self.fair_cpu(self.env, cfg.shared_cores, rng, slice=cfg.cpu_slice, tick=cfg.cpu_tick,
+                             preempt_rate=cfg.preempt_rate, wakeup_preempt=cfg.wakeup_preempt)
 
     def _emit(self, node: SimNode, op: O.Emit) -> None:
         if op.round is not None:
