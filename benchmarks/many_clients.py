@@ -1,6 +1,6 @@
 """Many real clients on one TCPStore (one hrw round of N nodes), against the simulator.
 
-Runs real_backend.many_clients for N = 256, 512, 1,024 (a few processes, each running many
+Runs real_backend.tools.many_clients for N = 256, 512, 1,024 (a few processes, each running many
 nodes as threads on connections of their own) and simulates the same round with this host's
 calibration (reports/calibration.yaml). Writes reports/many_clients.md and .json.
 Usage: python benchmarks/many_clients.py [--procs 8] [N ...]
@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 import rdzv_sim  # noqa: E402
-from real_backend.many_clients import run  # noqa: E402
+from real_backend.tools.many_clients import run  # noqa: E402
 
 
 def simulate(n: int) -> dict:

@@ -1,6 +1,6 @@
 """Real torchrun (hrw vs torch's c10d) against the simulator, on the story of issue 6.
 
-For each backend, `repeats` real runs of real_backend/elastic_demo.py (three agents, kill one,
+For each backend, `repeats` real runs of real_backend/tools/elastic_demo.py (three agents, kill one,
 grow back) give the time to recover (kill -> first training step at world size 2) and to grow
 (new agent started -> first step at world size 3). The bundled scenario `torchrun-elastic` is
 then simulated with the same event times (the kill and the new agent at the moments they
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 import rdzv_sim  # noqa: E402
-from real_backend.elastic_demo import run_demo  # noqa: E402
+from real_backend.tools.elastic_demo import run_demo  # noqa: E402
 
 STEP_TIME = 0.05
 
@@ -109,7 +109,7 @@ def main():
              "backend, run one after the other in one process (`python benchmarks/torchrun_elastic.py`).",
              "", "Three torchrun agents (`--nnodes=2:3`, `--monitor-interval=0.5`, one "
              "`--rdzv-conf` for both: `join_timeout=60,last_call_timeout=2,close_timeout=10,"
-             "is_host=false,read_timeout=10`) train `real_backend/train_demo.py`; node C is "
+             "is_host=false,read_timeout=10`) train `real_backend/tools/train_demo.py`; node C is "
              "SIGKILLed (agent and worker); a new agent starts on C's address once the survivors "
              "train at world size 2. *recover*: kill -> first step at world size 2. *grow*: new "
              "agent started -> first step at world size 3. c10d runs with "

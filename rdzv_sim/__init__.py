@@ -9,6 +9,8 @@ It never imports torch (that is `real_backend`'s job).
 """
 from __future__ import annotations
 
+from .errors import Error
+
 __version__ = "0.1.0"
 
 
@@ -24,4 +26,27 @@ def load_scenario(source, overrides=(), seed=None):
     return load(source, overrides, seed)
 
 
-__all__ = ["run", "load_scenario", "__version__"]
+def register_protocol(name, cls, settings=None, *, replace=False):
+    """Make a protocol class (and its settings model) known to scenarios, the CLI, sweeps,
+    the property strategies and the real runtime; see `rdzv_sim.protocols.registry`."""
+    from .protocols.registry import register_protocol as _register
+    from .protocols.settings import ProtocolSettings
+    return _register(name, cls, settings or ProtocolSettings, replace=replace)
+
+
+_LAZY = {"Protocol": ("protocols.base", "Protocol"),
+         "ProtocolSettings": ("protocols.settings", "ProtocolSettings"),
+         "ScenarioError": ("scenario.load", "ScenarioError"),
+         "RunResult": ("result", "RunResult")}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    raise AttributeError(f"module 'rdzv_sim' has no attribute {name!r}")
+
+
+__all__ = ["run", "load_scenario", "register_protocol", "Error", "Protocol", "ProtocolSettings",
+           "ScenarioError", "RunResult", "__version__"]

@@ -1,4 +1,4 @@
-"""The `rdzv-sim` command line: run, list, schema."""
+"""The `rdzv-sim` command line: run, sweep, report, list, schema (and plugins' commands)."""
 from __future__ import annotations
 
 import json
@@ -173,76 +173,6 @@ def sweep(
     out_console.print(f"table: {target}/sweep.parquet, report: {paths['html']}", highlight=False)
 
 
-@app.command()
-def validate(
-    scenario: str = typer.Argument(..., help="A bundled scenario name or a YAML file."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Default: reports/validation/<name>."),
-    set_: List[str] = typer.Option([], "--set", help="Override a field: key.path=value (repeatable)."),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", "-c",
-                                               help="A file from `rdzv-sim calibrate` to merge under the scenario."),
-    torch_static: bool = typer.Option(False, "--torch-static",
-                                      help="For a static scenario: the real side is torch's StaticTCPRendezvous."),
-):
-    """Simulate the scenario and run it for real (processes, TCPStore, gloo), then compare."""
-    from .scenario.load import ScenarioError, load
-    try:
-        sc = load(scenario, set_)
-        if calibration is not None:
-            data = sc.model_dump(mode="json", exclude_unset=True)   # what the scenario says
-            data["include"] = [str(calibration.resolve())]
-            sc = load(data)
-    except ScenarioError as e:
-        _fail(e.messages)
-    try:
-        from real_backend.validate import validate as do_validate
-    except ImportError as e:
-        _fail([f"validate needs the real backend and torch (pip install 'rdzv-sim[real]'): {e}"], 1)
-    target = out or Path("reports/validation") / sc.name
-    try:
-        verdict = do_validate(sc, target, torch_static=torch_static)
-    except ValueError as e:
-        _fail([str(e)])
-    t = Table(title=f"{sc.name}: simulated vs real", header_style="bold")
-    t.add_column("check")
-    t.add_column("value", justify="right")
-    for k, v in verdict.items():
-        t.add_row(k, _fmt(v))
-    out_console.print(t)
-    out_console.print(f"report: {target}/validation.md", highlight=False)
-    if not verdict["passed"]:
-        raise typer.Exit(1)
-
-
-@app.command()
-def calibrate(out: Path = typer.Option(Path("calibration.yaml"), "--out", "-o",
-                                       help="Where to write the scenario fragment."),
-              reps: int = typer.Option(200, "--reps", min=10, help="Calls per measurement.")):
-    """Measure this host's real TCPStore and agent start-up; write a fragment scenarios include."""
-    import platform
-    import time as _time
-    import yaml
-    try:
-        from real_backend.calibrate import fragment, measure
-    except ImportError as e:
-        _fail([f"calibrate needs the real backend and torch (pip install 'rdzv-sim[real]'): {e}"], 1)
-    m = measure(reps)
-    frag = fragment(m)
-    header = (f"# rdzv-sim calibration of {platform.node()} ({platform.machine()}), "
-              f"{_time.strftime('%Y-%m-%d')}.\n"
-              f"# TCPStore round trip over loopback: {m['fixed_s'] * 1e6:.0f} us + "
-              f"{m['per_byte_s'] * 1e9:.2f} ns/byte (link gets a quarter of the fixed part, the\n"
-              f"# server half, by convention); agent start-up {m['process_start_s']:.2f} s.\n"
-              f"# Use it from a scenario: `include: [{out.name}]`.\n")
-    out.write_text(header + yaml.safe_dump(frag, sort_keys=False))
-    t = Table(title="TCPStore on this host (median round trip)", header_style="bold")
-    for c in ("op", "payload bytes", "round trip (us)"):
-        t.add_column(c, justify="right")
-    for op, size, sec in m["ops"]:
-        t.add_row(op, str(size), f"{sec * 1e6:.0f}")
-    out_console.print(t)
-    out_console.print(f"calibration: {out}", highlight=False)
-
-
 @app.command("report")
 def report_cmd(directory: Path = typer.Argument(..., help="A run's output folder (its saved tables)."),
                out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write (default: the folder).")):
@@ -257,8 +187,9 @@ def report_cmd(directory: Path = typer.Argument(..., help="A run's output folder
 
 @app.command("list")
 def list_():
-    """The bundled scenarios, runnable by name."""
+    """The bundled scenarios, runnable by name, and the protocols a scenario can name."""
     import yaml
+    from .protocols.registry import specs
     from .scenario.load import bundled
     t = Table(show_header=True, header_style="bold")
     t.add_column("name")
@@ -270,20 +201,41 @@ def list_():
         t.add_row(name, str(d["cluster"]["nodes"]), d.get("protocol", {}).get("name", "hrw"),
                   " ".join(str(d.get("description", "")).split()))
     out_console.print(t)
+    p = Table(title="protocols", show_header=True, header_style="bold")
+    for c in ("protocol", "from", "settings"):
+        p.add_column(c)
+    for name, spec in sorted(specs().items()):
+        fields = [f for f in spec.settings.model_fields if f not in ("name",)]
+        p.add_row(name, spec.module, ", ".join(fields))
+    out_console.print(p)
 
 
 @app.command()
 def schema(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write to a file instead of stdout.")):
-    """The scenario JSON schema (for editors and validators)."""
-    from .scenario.schema import Scenario
-    text = json.dumps(Scenario.model_json_schema(), indent=2)
+    """The scenario JSON schema (for editors and validators), every registered protocol's
+    settings included."""
+    from .scenario.schema import model
+    text = json.dumps(model().model_json_schema(), indent=2)
     if out:
         out.write_text(text + "\n")
     else:
         print(text)
 
 
+def _plugin_commands() -> None:
+    """Subcommands other packages add through the `rdzv_sim.commands` entry-point group: this is
+    how `validate` and `calibrate` (in real_backend, which needs torch) reach this CLI without
+    rdzv_sim importing real_backend."""
+    from importlib.metadata import entry_points
+    for ep in entry_points(group="rdzv_sim.commands"):
+        try:
+            app.command(ep.name)(ep.load())
+        except Exception as e:  # noqa: BLE001 - a broken plugin must not break the CLI
+            err_console.print(f"[yellow]warning:[/] command {ep.name!r} ({ep.value}) not loaded: {e}")
+
+
 def main():
+    _plugin_commands()
     app()
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import Error
 
-class StoreTimeout(TimeoutError):
+
+class StoreTimeout(Error, TimeoutError):
     """A store call passed its deadline (a paused store, a silent partition, a missing key)."""
 
 
-class StoreError(ConnectionError):
+class StoreError(Error, ConnectionError):
     """The store refused or dropped the connection (it is dead, or its host is)."""
 
 
@@ -173,11 +175,6 @@ class StartHeartbeat:
     desc: str
     period: float
     nbytes: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class StopHeartbeat:
-    pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,11 @@ from rdzv_sim.result import RunResult, build
 from rdzv_sim.scenario.load import load
 from rdzv_sim.trace import RunStats
 
+from rdzv_sim.protocols.registry import get, plugin_modules
+
 from . import node as node_mod
 from .proxy import FaultProxy
+from .runtime import SUPPORTS
 
 # torch's c10d handler reads the host clock, which a process on this machine cannot skew;
 # hrw and static never read the wall clock, so a skew cannot change them
@@ -37,6 +40,7 @@ class RealRun:
                              f"runs {self.sc.protocol.name!r}")
         # torch's StaticTCPRendezvous: its store listens on node 0's address, on this port
         self.static_port = free_port("127.0.0.2") if torch_static else None
+        refuse(self.sc)
         bad = sorted({f.kind for f in self.sc.faults} & UNSUPPORTED)
         if bad or self.sc.random_faults:
             raise ValueError(f"the real launcher does not do {', '.join(bad) or 'random faults'}: "
@@ -82,7 +86,8 @@ class RealRun:
                 "addr": f"127.0.0.{i + 2}", "host": self.host,
                 "port": self.proxy.add(name) if self.proxy else self.port, "t0": self.t0,
                 "seed": self.sc.seed * 1000 + i, "events_path": str(self.dir / f"{name}.jsonl"),
-                "static_addr": "127.0.0.2", "static_port": self.static_port}
+                "static_addr": "127.0.0.2", "static_port": self.static_port,
+                "plugins": plugin_modules()}
         self.record(name, "node_start", {"why": why})
         p = self.ctx.Process(target=node_mod.main, args=(spec,), daemon=True)
         p.start()
@@ -241,6 +246,16 @@ class RealRun:
         sc = self.sc
         stats = RunStats(duration=sc.duration, protocol=sc.protocol.name, nodes=sc.cluster.nodes, wall_s=wall)
         return build(sc, rows, stats)
+
+
+def refuse(sc) -> None:
+    """Say before anything starts that the real runtime cannot run this protocol: it yields
+    operations the runtime does not have, and no torch handler stands in for it."""
+    spec = get(sc.protocol.name)
+    missing = sorted(op.__name__ for op in spec.needs - SUPPORTS)
+    if missing and not spec.cls.torch_counterpart:
+        raise ValueError(f"protocol {spec.name!r} needs {', '.join(missing)}, which the real "
+                         "runtime does not give; run it in the simulator only")
 
 
 def free_port(addr: str) -> int:

@@ -15,12 +15,14 @@ import sys
 def main(spec: dict) -> None:
     from rdzv_sim.protocols.agent import elastic_agent
     from rdzv_sim.protocols.base import NodeInfo
+    from rdzv_sim.protocols.registry import get, import_modules
     from rdzv_sim.scenario.load import load
     from rdzv_sim.protocols.configure import agent_config_for, protocol_for
 
     from .runtime import RealRuntime
     from .workers import GlooWorkers
 
+    import_modules(spec.get("plugins", ()))         # protocols registered in the launcher
     sc = load(spec["scenario"])
     out = open(spec["events_path"], "a", buffering=1)
 
@@ -34,14 +36,14 @@ def main(spec: dict) -> None:
     #                           as in the simulator's process_start, not to round 0's latency
     signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))
     signal.signal(signal.SIGUSR2, lambda *_: rt.workers.toggle_frozen())   # partition / heal
-    if sc.protocol.name == "c10d" or spec.get("static_port"):   # torch's own handler, for real
+    if get(sc.protocol.name).cls.torch_counterpart or spec.get("static_port"):   # torch's own handler
         from .torch_baselines import run_torch_agent
         why = run_torch_agent(spec, sc, rt)
     else:
         info = NodeInfo(spec["name"], spec["addr"], 1, spec["index"], pid=os.getpid())
         why = rt.drive(elastic_agent(info, protocol_for(sc), agent_config_for(sc)))
     out.close()
-    os._exit(0 if why else 0)      # skip interpreter teardown: abandoned store threads may block
+    os._exit(0)                    # skip interpreter teardown: abandoned store threads may block
 
 
 def store_main(port_pipe, host: str) -> None:

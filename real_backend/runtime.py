@@ -27,6 +27,11 @@ SLICE = 1.0          # a FirstOf store branch re-checks its cancel flag this oft
 _CONNECT_LOCK = threading.Lock()
 
 
+# every operation `RealRuntime.execute` performs (a protocol's `needs` must be among them)
+SUPPORTS = frozenset({*O.STORE_OPS, O.Now, O.WallClock, O.Emit, O.Sleep, O.Random, O.Work,
+                      O.FirstOf, O.Local, O.StartWorkers, O.StopWorkers})
+
+
 class Signals:
     """Local signals ("workers_failed", "peer_failed"), set from other threads."""
 

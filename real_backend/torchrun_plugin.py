@@ -31,36 +31,52 @@ from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
                                                       RendezvousParameters, RendezvousStoreInfo,
                                                       RendezvousTimeoutError)
 
+from pydantic import ValidationError
+
 from rdzv_sim import ops as O
-from rdzv_sim.protocols.base import (NodeInfo, ProtocolConfig, RendezvousFailed,
-                                     RendezvousTimeout)
-from rdzv_sim.protocols.hrw import HrwProtocol
+from rdzv_sim.protocols.agent import AgentConfig, Exit, rendezvous_with_retry, watch_round
+from rdzv_sim.protocols.base import NodeInfo
+from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 
 from .launcher import free_port
 from .runtime import RealRuntime
 
 DEFAULT_PORT = 29400
-# --rdzv-conf keys: ours, and torch c10d's (accepted so one --rdzv-conf serves both backends)
-FLOAT_KEYS = {"join_timeout", "last_call_timeout", "close_timeout", "confirm_timeout",
-              "close_grace", "hole_grace", "probe_interval", "probe_timeout", "read_timeout"}
+# --rdzv-conf keys besides the protocol's settings (HrwSettings: join_timeout, last_call_timeout,
+# confirm_timeout, ...); torch c10d's own are accepted and ignored, so one --rdzv-conf serves both
 C10D_ONLY = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_libuv", "timeout"}
-OTHER_KEYS = {"is_host", "node_name", "trace_file", "max_attempts", "rank", "local_addr"}
+HANDLER_KEYS = {"close_timeout", "read_timeout", "is_host", "node_name", "trace_file",
+                "max_attempts", "rank", "local_addr"}
+PROTOCOL_KEYS = set(HrwSettings.model_fields) - {"name", "run_id", "min_nodes", "max_nodes"}
 
 
-def _settings(params: RendezvousParameters) -> dict:
-    unknown = set(params.config) - FLOAT_KEYS - C10D_ONLY - OTHER_KEYS
+def settings_from(params: RendezvousParameters) -> HrwSettings:
+    """--rdzv-conf, --rdzv-id and --nnodes as the hrw protocol's settings model (its defaults,
+    its bounds); torchrun's `close_timeout` stands for `confirm_timeout` when that is not given."""
+    conf = params.config
+    unknown = set(conf) - PROTOCOL_KEYS - C10D_ONLY - HANDLER_KEYS
     if unknown:
         raise ValueError(f"--rdzv-conf: unknown key(s) {sorted(unknown)} for the hrw backend; "
-                         f"known: {sorted(FLOAT_KEYS | OTHER_KEYS | C10D_ONLY)}")
-    out = {}
-    for k in FLOAT_KEYS:
-        v = params.config.get(k)
-        if v is not None:
-            try:
-                out[k] = float(v)
-            except ValueError:
-                raise ValueError(f"--rdzv-conf {k}={v!r}: expected a number of seconds") from None
-    return out
+                         f"known: {sorted(PROTOCOL_KEYS | HANDLER_KEYS | C10D_ONLY)}")
+    given = {k: conf[k] for k in PROTOCOL_KEYS if conf.get(k) is not None}
+    if "confirm_timeout" not in given and conf.get("close_timeout") is not None:
+        given["confirm_timeout"] = conf["close_timeout"]
+    try:
+        return HrwSettings(run_id=params.run_id, min_nodes=params.min_nodes,
+                           max_nodes=params.max_nodes, **given)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = err["loc"][0] if err["loc"] else "?"
+        raise ValueError(f"--rdzv-conf {key}={conf.get(key, conf.get('close_timeout'))!r}: "
+                         f"{err['msg']}") from None
+
+
+def _seconds(params: RendezvousParameters, key: str, default: float) -> float:
+    v = params.config.get(key)
+    try:
+        return default if v is None else float(v)
+    except ValueError:
+        raise ValueError(f"--rdzv-conf {key}={v!r}: expected a number of seconds") from None
 
 
 def _endpoint(endpoint: str) -> tuple[str, int]:
@@ -89,19 +105,12 @@ class HrwRendezvousHandler(RendezvousHandler):
     """torchrun's rendezvous contract over the `hrw` protocol and the real runtime."""
 
     def __init__(self, params: RendezvousParameters):
-        s = _settings(params)
+        self.cfg = settings_from(params)
         self.host, self.port = _endpoint(params.endpoint)
         self.run_id = params.run_id
-        self.read_timeout = s.get("read_timeout", 60.0)
-        close = s.get("close_timeout", 30.0)
-        self.cfg = ProtocolConfig(
-            run_id=params.run_id, min_nodes=params.min_nodes, max_nodes=params.max_nodes,
-            join_timeout=s.get("join_timeout", 600.0), last_call_timeout=s.get("last_call_timeout", 30.0),
-            confirm_timeout=s.get("confirm_timeout", close), close_grace=s.get("close_grace", 2.0),
-            hole_grace=s.get("hole_grace", 1.0), probe_interval=s.get("probe_interval", 30.0),
-            probe_timeout=s.get("probe_timeout", 15.0))
+        self.read_timeout = _seconds(params, "read_timeout", 60.0)
         self.protocol = HrwProtocol(self.cfg)
-        self.max_attempts = int(params.config.get("max_attempts", 20))
+        self.agent_cfg = AgentConfig(max_rendezvous_attempts=int(params.config.get("max_attempts", 20)))
         self.addr = params.local_addr or socket.getfqdn()
         self.name = str(params.config.get("node_name") or self.addr)
         self._trace = params.config.get("trace_file") or os.environ.get("RDZV_SIM_TRACE")
@@ -171,22 +180,14 @@ class HrwRendezvousHandler(RendezvousHandler):
         if self.is_closed():
             raise RendezvousClosedError(f"the rendezvous {self.run_id!r} is closed")
         node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=free_port(self.addr))
-        for _ in range(self.max_attempts):
-            t = time.monotonic() - self._t0
-            self._emit(t, O.Emit("rendezvous_start"))
-            try:
-                result = self._drive(self.protocol.rendezvous(node))
-                break
-            except RendezvousFailed as e:
-                self._emit(time.monotonic() - self._t0, O.Emit("rendezvous_failed", detail={"reason": str(e)}))
-            except RendezvousTimeout as e:
-                raise RendezvousTimeoutError(str(e)) from None
-        else:
-            raise RendezvousTimeoutError(f"{self.max_attempts} rounds failed in a row")
-        self._emit(time.monotonic() - self._t0, O.Emit(
-            "rank_assigned", round=result.round, rank=result.rank, world_size=result.nnodes,
-            detail={"nnodes": result.nnodes, "master": result.master, "digest": result.digest,
-                    "latency": time.monotonic() - self._t0 - t}))
+        result = self._drive(rendezvous_with_retry(node, self.protocol, self.agent_cfg))
+        if isinstance(result, Exit):
+            self._emit(time.monotonic() - self._t0, O.Emit("agent_exit", detail={"reason": result.reason}))
+            if result.reason == "rendezvous_closed":
+                raise RendezvousClosedError(result.why)
+            if result.reason == "store_lost":
+                raise RendezvousConnectionError(f"hrw rendezvous lost the store: {result.why}")
+            raise RendezvousTimeoutError(f"hrw rendezvous gave up: {result.reason} {result.why}".strip())
         self._last, self._waiting = result, 0
         self._start_watch(result, node)
         store = dist.PrefixStore(f"rdzv/{self.run_id}/r{result.round}/agent/", self._agent_store())
@@ -243,25 +244,18 @@ class HrwRendezvousHandler(RendezvousHandler):
             pass                            # the agent learns of a lost store on its next call
 
     def _watch_gen(self, result, node):
-        state, fired = None, set()
+        """The agent's watch of the running round (rdzv_sim's `watch_round`), reporting each
+        reason to leave as num_nodes_waiting instead of leaving: torchrun's agent decides."""
+        fired: set = set()
         try:                                # rank 0: drop the round before last's keys
             yield from self.protocol.clean_up(result)
         except (O.StoreError, O.StoreTimeout):
             pass
         while True:
-            watch = [(op, r) for op, r in self.protocol.watch(result, state, node) if r not in fired]
-            idx, value = yield O.FirstOf(O.Local("stop"), *(op for op, _ in watch))
-            if idx == 0:
+            reason, value = yield from watch_round(self.protocol, result, node, local=("stop",),
+                                                   fired=fired)
+            if reason == "stop" or isinstance(value, BaseException):
                 return
-            reason = watch[idx - 1][1]
-            if isinstance(value, O.StoreTimeout):
-                yield O.Sleep(1.0)
-                continue
-            if isinstance(value, BaseException):
-                return
-            if ":" in reason:               # a waiter asks whether this round has anyone alive
-                _, state = yield from self.protocol.answer(result, reason, node)
-                continue
             fired.add(reason)
             if reason == "nodes_waiting":
                 self._waiting = max(1, int((yield from self.protocol.count_waiting(result))))

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from rdzv_sim.api import run as run_sim
+from rdzv_sim.protocols.registry import get
 from rdzv_sim.scenario.load import load
 
 from .launcher import run_real
@@ -132,9 +133,10 @@ def validate(scenario, out: str | Path, torch_static: bool = False) -> dict:
     table, verdict = compare(sim, real)
     verdict["median_rel_error_as_configured"] = compare(plain, real)[1]["median_rel_error"]
     table.to_csv(out / "latency_comparison.csv", index=False)
-    deterministic = sc.protocol.name in ("static", "hrw")
+    spec = get(sc.protocol.name)
+    deterministic = spec.cls.deterministic
     verdict["protocol"], verdict["deterministic"] = sc.protocol.name, deterministic
-    verdict["real_side"] = ("torch DynamicRendezvousHandler" if sc.protocol.name == "c10d" else
+    verdict["real_side"] = (f"torch's own {spec.cls.torch_counterpart} handler" if spec.cls.torch_counterpart else
                             "torch StaticTCPRendezvous" if torch_static else "this project's protocol")
     verdict["passed"] = (not deterministic) or (verdict["same_round_count"] and verdict["same_members_and_ranks"])
     lines = [f"# Validation of {sc.name}: simulated vs real", "",

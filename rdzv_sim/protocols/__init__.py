@@ -1,20 +1,9 @@
-"""Rendezvous protocols, written once as sans-IO generators. `get(name)` finds one."""
-from .base import (NodeInfo, Protocol, ProtocolConfig, RendezvousFailed, RendezvousTimeout,
-                   RoundResult)
-from .c10d.protocol import C10dProtocol
-from .hrw import HrwProtocol
-from .static import StaticProtocol
+"""Rendezvous protocols, written once as sans-IO generators, and the registry that names them."""
+from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
+                   RoundResult, Watch)
+from .registry import ProtocolError, ProtocolSpec, get, register_protocol, specs
+from .settings import ProtocolSettings
 
-PROTOCOLS: dict[str, type[Protocol]] = {"static": StaticProtocol, "hrw": HrwProtocol,
-                                        "c10d": C10dProtocol}
-
-
-def get(name: str) -> type[Protocol]:
-    try:
-        return PROTOCOLS[name]
-    except KeyError:
-        raise ValueError(f"unknown protocol {name!r}; choose one of {sorted(PROTOCOLS)}") from None
-
-
-__all__ = ["NodeInfo", "Protocol", "ProtocolConfig", "RendezvousFailed", "RendezvousTimeout",
-           "RoundResult", "PROTOCOLS", "get"]
+__all__ = ["NodeInfo", "Protocol", "ProtocolSettings", "ProtocolError", "ProtocolSpec",
+           "RendezvousClosed", "RendezvousFailed", "RendezvousTimeout", "RoundResult", "Watch",
+           "get", "register_protocol", "specs"]

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreError,
                    StoreTimeout)
-from .base import NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout
+from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
+                   RoundResult)
 
 FAILURES = ("workers_failed", "peer_failed")
 
@@ -24,6 +25,14 @@ class AgentConfig:
     max_rendezvous_attempts: int = 20
 
 
+@dataclass(frozen=True)
+class Exit:
+    """Why an agent gives up joining: `reason` for agent_exit, and an event to say it first."""
+    reason: str
+    event: str | None = None
+    why: str = ""
+
+
 def _exit(reason: str, event: str | None = None, why: str = ""):
     """Say why the agent stops (an event, then agent_exit); returns the reason."""
     if event:
@@ -32,9 +41,10 @@ def _exit(reason: str, event: str | None = None, why: str = ""):
     return reason
 
 
-def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
-    """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
-    restarts = attempts = 0
+def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, restarts: int = 0):
+    """Join rounds until one completes (a RoundResult, its rank announced), retrying failed
+    rounds and store timeouts up to `max_rendezvous_attempts`; else an `Exit`."""
+    attempts = 0
     while True:
         t_join = yield Now()
         yield Emit("rendezvous_start", detail={"restarts": restarts})
@@ -44,28 +54,37 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             attempts += 1
             yield Emit("rendezvous_failed", detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
-                return (yield from _exit("too_many_failed_rounds"))
+                return Exit("too_many_failed_rounds")
             continue
         except RendezvousClosed as e:
-            return (yield from _exit("rendezvous_closed", "rendezvous_closed", str(e)))
+            return Exit("rendezvous_closed", "rendezvous_closed", str(e))
         except RendezvousTimeout as e:
-            return (yield from _exit("rendezvous_timeout", "rendezvous_timeout", str(e)))
+            return Exit("rendezvous_timeout", "rendezvous_timeout", str(e))
         except StoreTimeout as e:
             attempts += 1
             yield Emit("store_timeout", detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
-                return (yield from _exit("store_timeout"))
+                return Exit("store_timeout")
             yield Sleep(cfg.retry_backoff)
             continue
         except StoreError as e:
-            return (yield from _exit("store_lost", "store_lost", str(e)))
-        attempts = 0
+            return Exit("store_lost", "store_lost", str(e))
         t_rank = yield Now()
         yield Emit("rank_assigned", round=result.round, rank=result.rank,
                    world_size=result.world_size,
                    detail={"nnodes": result.nnodes, "first_rank": result.first_rank,
                            "master": result.master, "digest": result.digest,
                            "latency": t_rank - t_join})
+        return result
+
+
+def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
+    """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
+    restarts = 0
+    while True:
+        result = yield from rendezvous_with_retry(node, protocol, cfg, restarts)
+        if isinstance(result, Exit):
+            return (yield from _exit(result.reason, result.event, result.why))
         yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
         t_start = yield Now()
         yield Emit("workers_started", round=result.round, rank=result.rank,
@@ -74,28 +93,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             yield from protocol.clean_up(result)
         except (StoreTimeout, StoreError):
             pass                                # best effort: the next round's rank 0 tries again
-        state = None
-        while True:                             # runs until a reason to leave the round
-            watch = protocol.watch(result, state, node)
-            reasons = [*FAILURES, *(r for _, r in watch)]
-            idx, value = yield FirstOf(*(Local(r) for r in FAILURES), *(op for op, _ in watch))
-            reason = reasons[idx]
-            if isinstance(value, StoreTimeout):   # a watch hung (store paused, cut off): watch again
-                yield Sleep(cfg.retry_backoff)
-                continue
-            if ":" not in reason or isinstance(value, BaseException):
-                break
-            try:
-                verdict, arg = yield from protocol.answer(result, reason, node)
-            except StoreTimeout:                # cut off from the store: keep training
-                continue
-            except StoreError as e:
-                value = e
-                break
-            if verdict == "leave":
-                reason = arg
-                break
-            state = arg
+        reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff)
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
@@ -120,3 +118,31 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
                 yield Sleep(cfg.retry_backoff)
         if why == "agent_failed":
             return (yield from _exit("max_restarts"))
+
+
+def watch_round(protocol: Protocol, result: RoundResult, node: NodeInfo, backoff: float = 1.0,
+                local=FAILURES, fired=()):
+    """Wait, without polling, for a reason to leave the running round: one of the `local`
+    signals, or one of the protocol's watches (answering those that ask). Returns
+    (reason, value): value is the StoreError that ended it, if one did. Watches whose reason
+    is in `fired` are left out (a watcher that already reported them)."""
+    state = None
+    while True:
+        watches = [w for w in protocol.watch(result, state, node) if w.reason not in fired]
+        reasons = [*local, *(w.reason for w in watches)]
+        idx, value = yield FirstOf(*(Local(r) for r in local), *(w.op for w in watches))
+        reason = reasons[idx]
+        if isinstance(value, StoreTimeout):   # a watch hung (store paused, cut off): watch again
+            yield Sleep(backoff)
+            continue
+        if idx < len(local) or not watches[idx - len(local)].ask or isinstance(value, BaseException):
+            return reason, value
+        try:
+            verdict, arg = yield from protocol.answer(result, watches[idx - len(local)], node)
+        except StoreTimeout:                  # cut off from the store: keep training
+            continue
+        except StoreError as e:
+            return reason, e
+        if verdict == "leave":
+            return arg, None
+        state = arg

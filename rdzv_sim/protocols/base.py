@@ -7,21 +7,23 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import Error
 from ..ops import Check, Get, Set
+from .settings import ProtocolSettings
 
 
 _compact = json.JSONEncoder(separators=(",", ":")).encode   # made once: dumps makes one a call
 
 
-class RendezvousTimeout(Exception):
+class RendezvousTimeout(Error):
     """No round completed before the join deadline (torchrun: RendezvousTimeoutError)."""
 
 
-class RendezvousClosed(Exception):
+class RendezvousClosed(Error):
     """The rendezvous was shut down for good (torchrun: RendezvousClosedError)."""
 
 
-class RendezvousFailed(Exception):
+class RendezvousFailed(Error):
     """This attempt at a round failed (a member vanished before confirming, the closer died)."""
 
 
@@ -49,22 +51,6 @@ class NodeInfo:
             raise ValueError("node descriptor is not a JSON object")
         return NodeInfo(str(d["name"]), str(d["addr"]), int(d["nproc"]), int(d.get("index", 0)),
                         port=int(d.get("port", 0)))
-
-
-@dataclass(frozen=True)
-class ProtocolConfig:
-    run_id: str = "job"
-    min_nodes: int = 1
-    max_nodes: int = 1
-    last_call_timeout: float = 1.0   # after min_nodes join, wait this long for more
-    join_timeout: float = 600.0      # give up if no round completes by then
-    confirm_timeout: float = 30.0    # members must all confirm within this
-    close_grace: float = 2.0         # a stand-in closes if the designated closer is silent
-    hole_grace: float = 1.0          # how long the closer waits for a slot's descriptor
-    probe_interval: float = 30.0     # a waiter checks a running round's members this often
-    probe_timeout: float = 15.0      # no answer by then: every member is gone (> worker start)
-    keep_alive_interval: float = 5.0     # c10d: heartbeat period
-    keep_alive_max_attempt: int = 3      # c10d: missed beats before a node is dead
 
 
 @dataclass(frozen=True)
@@ -108,12 +94,38 @@ def watch_key(key: str) -> Get:
     return Get(key, timeout=INF)
 
 
+@dataclass(frozen=True)
+class Watch:
+    """One thing to wait for while a round runs (`Protocol.watch`).
+
+    When `op` finishes first: with `ask` False the agent leaves the round for `reason`; with
+    `ask` True it calls `Protocol.answer(result, watch, node)`, which says whether to stay.
+    `arg` is the protocol's own (hrw: the probe number)."""
+
+    op: Any
+    reason: str
+    ask: bool = False
+    arg: Any = None
+
+
 class Protocol:
-    """A rendezvous protocol: generators that yield `rdzv_sim.ops` and do no I/O."""
+    """A rendezvous protocol: generators that yield `rdzv_sim.ops` and do no I/O.
+
+    `cfg` is the protocol's settings model (a `ProtocolSettings` subclass) with min_nodes and
+    max_nodes resolved. `needs` names the operations beyond the common set (store calls, Now,
+    WallClock, Sleep, Emit, FirstOf, Local, Random, Work, Start/StopWorkers) that it yields; a
+    runtime that cannot give one refuses the protocol by name before it starts.
+    """
 
     name = "base"
+    needs: frozenset = frozenset()
+    torch_counterpart: str | None = None   # a torch handler that stands in for it in real runs
+    deterministic: bool = False   # same members and ranks whatever the timing (validate checks them)
 
-    def __init__(self, cfg: ProtocolConfig):
+    def __init__(self, cfg: ProtocolSettings):
+        if cfg.min_nodes is None or cfg.max_nodes is None:
+            raise ValueError(f"{type(self).__name__}: give min_nodes and max_nodes "
+                             "(settings.resolved(nodes) fills them for a cluster)")
         self.cfg = cfg
         self.prefix = f"rdzv/{cfg.run_id}/"
 
@@ -121,16 +133,14 @@ class Protocol:
         """Join the next round; return a RoundResult (raise RendezvousTimeout on the deadline)."""
         raise NotImplementedError
 
-    def watch(self, result: RoundResult, state=None, node: NodeInfo | None = None) -> list[tuple[Any, str]]:
-        """(branch, reason) pairs that fire while a round runs: its end, nodes waiting.
-
-        A reason with a colon ("probe:3") asks the agent to call `answer`, which returns
-        ("stay", next watch state) to keep running or ("leave", reason) to leave the round.
-        """
+    def watch(self, result: RoundResult, state=None, node: NodeInfo | None = None) -> list[Watch]:
+        """What fires while a round runs (its end, nodes waiting); `state` is what the last
+        `answer` returned to stay with (None at first)."""
         return []
 
-    def answer(self, result: RoundResult, reason: str, node: NodeInfo) -> Gen:
-        raise NotImplementedError(f"{self.name} cannot answer {reason!r}")
+    def answer(self, result: RoundResult, watch: Watch, node: NodeInfo) -> Gen:
+        """A watch with `ask` fired: return ("stay", next watch state) or ("leave", reason)."""
+        raise NotImplementedError(f"{self.name} cannot answer {watch.reason!r}")
 
     def is_closed(self) -> Gen:
         """Whether the rendezvous was shut down for good (torchrun's is_closed)."""
@@ -143,6 +153,11 @@ class Protocol:
     def end_round(self, result: RoundResult, reason: str, node: NodeInfo | None = None) -> Gen:
         """Tell the others this round is over (idempotent)."""
         return
+        yield
+
+    def count_waiting(self, result: RoundResult) -> Gen:
+        """How many nodes wait for this round to end (torchrun's num_nodes_waiting)."""
+        return 0
         yield
 
     def clean_up(self, result: RoundResult) -> Gen:

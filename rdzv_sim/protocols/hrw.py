@@ -11,17 +11,37 @@ Every node does O(1) store operations a round; only the closer does O(N).
 from __future__ import annotations
 
 import json
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat
 
 from hrw import Placement
 
 from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
                    Sleep, StoreTimeout)
-from .base import (NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult, digest,
-                   watch_key)
+from .base import (NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult, Watch,
+                   digest, watch_key)
+from .settings import ProtocolSettings
+
+
+class HrwSettings(ProtocolSettings):
+    """Settings of the `hrw` protocol (seconds)."""
+    name: Literal["hrw"] = "hrw"
+    last_call_timeout: NonNegativeFloat = Field(30.0, description="after min_nodes join, wait this long for more (torchrun: 30)")
+    confirm_timeout: PositiveFloat = Field(30.0, description="members must all confirm within this")
+    close_grace: NonNegativeFloat = Field(2.0, description="a stand-in closes if the designated closer is silent this long")
+    hole_grace: NonNegativeFloat = Field(1.0, description="how long the closer waits for a slot's descriptor")
+    probe_interval: PositiveFloat = Field(30.0, description="a waiter checks a running round's members this often")
+    probe_timeout: PositiveFloat = Field(15.0, description="no answer by then: every member is gone (> worker start)")
+
+    def round_time(self) -> float:
+        return (self.last_call_timeout + self.close_grace + self.hole_grace + self.confirm_timeout
+                + self.probe_interval + self.probe_timeout)
 
 
 class HrwProtocol(Protocol):
     name = "hrw"
+    deterministic = True
 
     def _k(self, rnd: int, name: str) -> str:
         return f"{self.prefix}r{rnd}/{name}"
@@ -202,19 +222,19 @@ class HrwProtocol(Protocol):
         """A full round ignores waiting nodes (torchrun's redundancy list): restarting for them
         would admit nobody and repeat forever."""
         probe = state or 1
-        out = [(watch_key(self._k(result.round, "end")), "round_ended"),
-               (watch_key(self._k(result.round, f"probe{probe}")), f"probe:{probe}")]
+        out = [Watch(watch_key(self._k(result.round, "end")), "round_ended"),
+               Watch(watch_key(self._k(result.round, f"probe{probe}")), "probe", ask=True, arg=probe)]
         if result.nnodes < self.cfg.max_nodes:
-            out.append((watch_key(self._k(result.round, "waiting")), "nodes_waiting"))
+            out.append(Watch(watch_key(self._k(result.round, "waiting")), "nodes_waiting"))
         return out
 
     def count_waiting(self, result: RoundResult):
         """How many late joiners wait for round `result.round` to end."""
         return (yield Add(self._k(result.round, "waiting"), 0))
 
-    def answer(self, result: RoundResult, reason: str, node: NodeInfo):
+    def answer(self, result: RoundResult, watch: Watch, node: NodeInfo):
         """A waiter asks whether anyone of this round is alive: say so, watch the next probe."""
-        probe = int(reason.split(":")[1])
+        probe = watch.arg
         yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
         return ("stay", probe + 1)
 

@@ -7,12 +7,30 @@ lives in the store so that a restart (all nodes re-entering) uses fresh keys.
 """
 from __future__ import annotations
 
+from typing import ClassVar, Literal
+
 from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep
-from .base import NodeInfo, Protocol, RendezvousTimeout, RoundResult, digest, watch_key
+from .base import NodeInfo, Protocol, RendezvousTimeout, RoundResult, Watch, digest, watch_key
+from .settings import ProtocolSettings
+
+
+class StaticSettings(ProtocolSettings):
+    """Settings of the `static` protocol: a fixed world (min_nodes == max_nodes == the nodes)."""
+    name: Literal["static"] = "static"
+    fixed_world: ClassVar[bool] = True
+
+    def problems(self, sc) -> list[tuple[tuple, str]]:
+        out = []
+        if not (sc.min_nodes == sc.max_nodes == sc.cluster.nodes):
+            out.append((("protocol", "name"), "static rendezvous needs min_nodes == max_nodes == cluster.nodes"))
+        if sc.scheduler.hot_spares:
+            out.append((("scheduler", "hot_spares"), "a static world cannot take a spare in a failed rank's place"))
+        return out
 
 
 class StaticProtocol(Protocol):
     name = "static"
+    deterministic = True
 
     def _k(self, rnd: int, name: str) -> str:
         return f"{self.prefix}r{rnd}/{name}"
@@ -66,7 +84,7 @@ class StaticProtocol(Protocol):
         return value if idx == 0 else None
 
     def watch(self, result: RoundResult, state=None, node=None):
-        return [(watch_key(self._k(result.round, "end")), "round_ended")]
+        return [Watch(watch_key(self._k(result.round, "end")), "round_ended")]
 
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield CompareSet(self.prefix + "round", str(result.round), str(result.round + 1))

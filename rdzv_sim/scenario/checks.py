@@ -30,10 +30,7 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
     if sc.min_nodes > sc.cluster.nodes:
         out.append((("protocol", "min_nodes"),
                     f"min_nodes ({sc.min_nodes}) exceeds the cluster's {sc.cluster.nodes} nodes"))
-    if p.name == "static" and not (sc.min_nodes == sc.max_nodes == sc.cluster.nodes):
-        out.append((("protocol", "name"), "static rendezvous needs min_nodes == max_nodes == cluster.nodes"))
-    if sc.scheduler.hot_spares and p.name == "static":
-        out.append((("scheduler", "hot_spares"), "a static world cannot take a spare in a failed rank's place"))
+    out += p.problems(sc)                 # what the protocol itself says of the scenario
     if sc.fidelity == "aggregate":
         if p.name != "hrw":
             out.append((("protocol", "name"), f"fidelity: aggregate models the hrw protocol only, "

@@ -8,12 +8,13 @@ import yaml
 from pydantic import ValidationError
 
 from .checks import problems
-from .schema import Scenario
+from ..errors import Error
+from .schema import Scenario, model
 
 BUNDLED = Path(__file__).with_name("bundled")
 
 
-class ScenarioError(Exception):
+class ScenarioError(Error):
     """A scenario that cannot run; `messages` has one line per problem."""
 
     def __init__(self, messages: list[str]):
@@ -97,21 +98,46 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None) -> 
         if not isinstance(data, dict):
             raise ScenarioError([f"{label}: a scenario is a YAML mapping (name:, duration:, cluster:, ...)"])
     data = _with_includes(data, label)
+    switched = False
     for item in overrides:
         if "=" not in item:
             raise ScenarioError([f"--set {item!r}: expected key.path=value"])
         k, v = item.split("=", 1)
         _set(data, k.strip(), v)
+        switched |= k.strip() == "protocol.name"
+    if switched:
+        _fit_protocol(data)
     if seed is not None:
         data["seed"] = seed
     try:
-        sc = Scenario.model_validate(data)
+        sc = model().model_validate(data)
     except ValidationError as e:
-        raise ScenarioError([_message(label, root, err["loc"], err["msg"]) for err in e.errors()]) from None
+        raise ScenarioError([_message(label, root, *_unknown_protocol(err)) for err in e.errors()]) from None
     found = problems(sc)
     if found:
         raise ScenarioError([_message(label, root, path, msg) for path, msg in found])
     return sc
+
+
+def _unknown_protocol(err) -> tuple:
+    """(loc, msg) of a validation error; an unknown protocol is named at protocol.name."""
+    if err["type"] != "unknown_protocol":
+        return err["loc"], err["msg"]
+    got = err["input"].get("name") if isinstance(err["input"], dict) else err["input"]
+    return (*err["loc"], "name"), f"unknown protocol {got!r}; registered: {err['ctx']['registered']}"
+
+
+def _fit_protocol(data: dict) -> None:
+    """`--set protocol.name=X` (and `-p`, sweeps): drop the settings that belong to other
+    protocols and that X does not use, so one scenario runs under each; typos still fail."""
+    from ..protocols.registry import specs
+    proto, known = data.get("protocol"), specs()
+    if not isinstance(proto, dict) or proto.get("name") not in known:
+        return
+    mine = set(known[proto["name"]].settings.model_fields)
+    others = set().union(*(s.settings.model_fields for s in known.values()))
+    for k in [k for k in proto if k not in mine and k in others]:
+        del proto[k]
 
 
 def _merge(base: dict, top: dict) -> dict:
@@ -146,15 +172,21 @@ def _with_includes(data: dict, label: str) -> dict:
 
 def _message(label, root, loc, msg) -> str:
     # pydantic puts the union tag in the location (faults.0.crash.at): drop it
-    path = [p for i, p in enumerate(loc) if not (i > 0 and isinstance(loc[i - 1], int)
-                                                  and isinstance(p, str) and loc[0] == "faults"
-                                                  and p in _FAULT_KINDS)]
+    path = [p for i, p in enumerate(loc)
+            if not (i > 0 and isinstance(loc[i - 1], int) and isinstance(p, str)
+                    and loc[0] == "faults" and p in _FAULT_KINDS)
+            and not (i == 1 and loc[0] == "protocol" and isinstance(p, str) and p in _protocols())]
     line = _line_of(root, path) if root is not None else None
     where = f"{label}:{line}" if line else label
     return f"{where}: {format_path(path)}: {msg}"
 
 
-_FAULT_KINDS = {"crash", "restart", "slow_join", "pause", "partition", "store_crash",
+def _protocols() -> set[str]:
+    from ..protocols.registry import specs
+    return set(specs())
+
+
+_FAULT_KINDS = {"crash", "restart", "slow_join", "pause", "partition", "latency", "store_crash",
                 "store_pause", "rack_failure", "clock_skew", "worker_failure"}
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 from typing import Annotated, Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, PositiveFloat,
-                      PositiveInt, Tag)
+                      PositiveInt, Tag, create_model)
+
+from ..protocols.hrw import HrwSettings
+from ..protocols.settings import ProtocolSettings
 
 
 class Strict(BaseModel):
@@ -53,22 +56,6 @@ class Store(Strict):
     service_base: NonNegativeFloat = 20e-6
     service_per_byte: NonNegativeFloat = 2e-9
     op_timeout: PositiveFloat = 30.0
-
-
-class Protocol(Strict):
-    name: Literal["static", "hrw", "c10d"] = "hrw"
-    run_id: str = "job"
-    min_nodes: PositiveInt | None = None        # default: every node
-    max_nodes: PositiveInt | None = None        # default: every node
-    last_call_timeout: NonNegativeFloat = 1.0
-    join_timeout: PositiveFloat = 600.0
-    confirm_timeout: PositiveFloat = 30.0
-    close_grace: NonNegativeFloat = 2.0
-    hole_grace: NonNegativeFloat = 1.0
-    probe_interval: PositiveFloat = 30.0
-    probe_timeout: PositiveFloat = 15.0
-    keep_alive_interval: PositiveFloat = 5.0      # c10d
-    keep_alive_max_attempt: PositiveInt = 3       # c10d
 
 
 class Agent(Strict):
@@ -235,7 +222,8 @@ class Scenario(Strict):
     duration: PositiveFloat
     cluster: Cluster
     store: Store = Store()
-    protocol: Protocol = Protocol()
+    # the registered protocol's own settings model (a union over the registry: see `model()`)
+    protocol: ProtocolSettings = HrwSettings()
     agent: Agent = Agent()
     shards: Shards = Shards()
     training: Training | None = None
@@ -247,6 +235,10 @@ class Scenario(Strict):
     faults: list[Fault] = []
     random_faults: list[RandomFault] = []
     outputs: Outputs = Outputs()
+
+    def __reduce__(self):
+        """Pickled as its data: the validating class is rebuilt from the registry (`model()`)."""
+        return (_revalidate, (self.model_dump(mode="json"),))
 
     @property
     def hosts(self) -> int:
@@ -260,3 +252,34 @@ class Scenario(Strict):
     @property
     def max_nodes(self) -> int:
         return self.protocol.max_nodes or self.cluster.nodes
+
+
+def _revalidate(data: dict) -> "Scenario":
+    return model().model_validate(data)
+
+
+def _protocol_tag(v) -> str | None:
+    if isinstance(v, dict):
+        return v.get("name", "hrw")
+    return getattr(v, "name", None)
+
+
+_MODEL: dict = {}
+
+
+def model() -> type[Scenario]:
+    """`Scenario` with `protocol:` validated by the registered protocol's settings model: a
+    discriminated union on `protocol.name`, rebuilt whenever a protocol is registered."""
+    from ..protocols.registry import specs, version
+    known = specs()
+    if _MODEL.get("version") != version():
+        union = Union[tuple(Annotated[s.settings, Tag(n)] for n, s in sorted(known.items()))]
+        names = ", ".join(sorted(known))
+        field = Annotated[union, Discriminator(
+            _protocol_tag, custom_error_type="unknown_protocol",
+            custom_error_message=f"unknown protocol; registered: {names}",
+            custom_error_context={"registered": names})]
+        _MODEL["cls"] = create_model("Scenario", __base__=Scenario, __module__=__name__,
+                                     protocol=(field, HrwSettings()))
+        _MODEL["version"] = version()
+    return _MODEL["cls"]

@@ -154,9 +154,6 @@ class SimRuntime(FirstOfMixin):
             self.heartbeats[op.desc] = [node, env.now, period, None]
             self.store.set_background(f"hb:{op.desc}", 1.0 / period, op.nbytes)
             return None
-        if t is O.StopHeartbeat:
-            self._stop_heartbeats(node)
-            return None
         if t is O.BackgroundLoad:
             self.store.set_background(f"poll:{node.name}", op.rate, op.nbytes)
             return None

@@ -214,11 +214,3 @@ class StoreServer:
         if t is Wait or t is MultiGet:
             return op.keys
         return ()
-
-    @staticmethod
-    def reply_bytes(op, result) -> int:
-        if isinstance(result, str):
-            return len(result)
-        if isinstance(result, list):
-            return sum(len(x) for x in result)
-        return 8

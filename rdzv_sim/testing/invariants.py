@@ -200,19 +200,29 @@ def check_safety(tables: dict, scenario) -> Report:
     v = (ranks_are_a_permutation(ev) + members_agree(ev)
          + size_within_bounds(ev, scenario.min_nodes, scenario.max_nodes)
          + rounds_increase(ev) + members_were_alive(ev) + every_member_accounted(ev))
-    if proto.name == "hrw":
-        v += ranks_follow_hrw(ev, proto.run_id) + hrw_moves_are_minimal(rounds)
+    for check in PROTOCOL_INVARIANTS.get(proto.name, ()):
+        v += check(tables, scenario)
     return Report(known_for(proto.name, v, scenario))
+
+
+def register_invariant(protocol: str, check) -> None:
+    """Add `check(tables, scenario) -> list[Violation]` to what `check_safety` runs for the
+    protocol named `protocol` (a protocol's own promises beyond the common ones)."""
+    PROTOCOL_INVARIANTS.setdefault(protocol, []).append(check)
+
+
+PROTOCOL_INVARIANTS: dict[str, list] = {"hrw": [
+    lambda t, sc: ranks_follow_hrw(t["events"], sc.protocol.run_id),
+    lambda t, sc: hrw_moves_are_minimal(t["rounds"])]}
 
 
 # --- liveness --------------------------------------------------------------------------
 def liveness_bound(scenario) -> float:
     """Seconds after the last fault by which a round of the live nodes must have completed."""
-    a, p, s = scenario.agent, scenario.protocol, scenario.store
+    a, s = scenario.agent, scenario.store
     one_round = (a.collective_timeout + a.monitor_interval + s.op_timeout + a.retry_backoff
-                 + p.last_call_timeout + p.close_grace + p.hole_grace + p.confirm_timeout
-                 + a.worker_start + a.worker_start_per_node * scenario.cluster.nodes
-                 + p.probe_interval + p.probe_timeout + 1.0)
+                 + scenario.protocol.round_time()
+                 + a.worker_start + a.worker_start_per_node * scenario.cluster.nodes + 1.0)
     return 2.0 * one_round
 
 

@@ -55,17 +55,33 @@ def fault_schedules(draw, nodes: int, horizon: float = 200.0, kinds=FAULT_KINDS,
     return unique
 
 
+# how the strategies draw a settings field, wherever a protocol's model has it (seconds)
+DRAWN = {"last_call_timeout": st.integers(0, 5), "confirm_timeout": st.integers(5, 30),
+         "close_grace": st.integers(1, 3)}
+FIXED = {"join_timeout": 1e6, "hole_grace": 1.0}
+
+
 @st.composite
 def protocol_settings(draw, protocol: str, nodes: int) -> dict:
-    if protocol == "static":
+    """Settings for any registered protocol: min/max nodes drawn (both `nodes` for a
+    protocol with a fixed world), the fields in DRAWN drawn, the rest default.
+    A protocol's settings model may offer `strategy(nodes)` to draw its own instead."""
+    from ..protocols.registry import get
+    model = get(protocol).settings
+    own = getattr(model, "strategy", None)
+    if own is not None:
+        return {"name": protocol, **draw(own(nodes))}
+    fields = model.model_fields
+    if model.fixed_world:
         lo = hi = nodes
     else:
         lo = draw(st.integers(1, nodes))
         hi = draw(st.integers(lo, nodes))
-    out = {"name": protocol, "min_nodes": lo, "max_nodes": hi, "join_timeout": 1e6,
-            "last_call_timeout": draw(st.integers(0, 5)),
-            "confirm_timeout": draw(st.integers(5, 30)),
-            "close_grace": draw(st.integers(1, 3)), "hole_grace": 1.0}
+    out = {"name": protocol, "min_nodes": lo, "max_nodes": hi}
+    out.update({k: v for k, v in FIXED.items() if k in fields})
+    for k, strategy in DRAWN.items():
+        if k in fields:
+            out[k] = draw(strategy)
     return out
 
 

@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from real_backend.many_clients import run  # noqa: E402
+from real_backend.tools.many_clients import run  # noqa: E402
 
 pytestmark = pytest.mark.real
 

@@ -119,12 +119,12 @@ def test_torch_c10d_handler_runs_for_real_and_matches_the_model(tmp_path):
 def test_gpu_check_runs_without_a_gpu_and_needs_few_dependencies():
     import subprocess
     import sys
-    code = ("import sys, real_backend.gpu_check, real_backend.runtime, real_backend.workers, "
+    code = ("import sys, real_backend.tools.gpu_check, real_backend.runtime, real_backend.workers, "
             "rdzv_sim.protocols, rdzv_sim.protocols.agent; "
-            "heavy = {'pandas', 'pydantic', 'simpy', 'yaml', 'networkx', 'matplotlib'} & set(sys.modules); "
+            "heavy = {'pandas', 'simpy', 'yaml', 'networkx', 'matplotlib'} & set(sys.modules); "
             "assert not heavy, heavy")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
-    r = subprocess.run([sys.executable, "-m", "real_backend.gpu_check", "--ranks", "2", "--timeout", "90"],
+    r = subprocess.run([sys.executable, "-m", "real_backend.tools.gpu_check", "--ranks", "2", "--timeout", "90"],
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert r.stdout.count(" True") == 4 and "static" in r.stdout and "hrw" in r.stdout

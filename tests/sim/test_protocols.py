@@ -3,9 +3,9 @@ import pytest
 
 from hrw import Placement
 from rdzv_sim.ops import Now
-from rdzv_sim.protocols import ProtocolConfig, RendezvousTimeout
-from rdzv_sim.protocols.hrw import HrwProtocol
-from rdzv_sim.protocols.static import StaticProtocol
+from rdzv_sim.protocols import RendezvousTimeout
+from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
+from rdzv_sim.protocols.static import StaticProtocol, StaticSettings
 from rdzv_sim.sim.sandbox import Sandbox
 
 
@@ -22,7 +22,7 @@ def run_rdzv(proto, n, until=100.0, nodes=None):
 
 
 def test_hrw_full_round_ranks_follow_hrw_order():
-    proto = HrwProtocol(ProtocolConfig(run_id="r1", min_nodes=2, max_nodes=4))
+    proto = HrwProtocol(HrwSettings(run_id="r1", min_nodes=2, max_nodes=4))
     results, sb = run_rdzv(proto, 4)
     order = Placement([f"n{i}" for i in range(4)], seed=0).rank_order("r1")
     assert [r.rank for r in results] == [order.index(f"n{i}") for i in range(4)]
@@ -33,7 +33,7 @@ def test_hrw_full_round_ranks_follow_hrw_order():
 
 
 def test_hrw_min_nodes_closes_after_last_call():
-    proto = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=5, last_call_timeout=3.0))
+    proto = HrwProtocol(HrwSettings(run_id="r", min_nodes=2, max_nodes=5, last_call_timeout=3.0))
     results, sb = run_rdzv(proto, 3)
     assert {r.nnodes for r in results} == {3}
     closed = [row[0] for row in sb.trace.rows if row[2] == "round_closed"]
@@ -41,7 +41,7 @@ def test_hrw_min_nodes_closes_after_last_call():
 
 
 def test_hrw_late_joiner_waits_and_asks_for_a_restart():
-    proto = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=3, last_call_timeout=1))
+    proto = HrwProtocol(HrwSettings(run_id="r", min_nodes=2, max_nodes=3, last_call_timeout=1))
     sb = Sandbox(nodes=3)
     procs = [sb.spawn(n, proto.rendezvous(n.info)) for n in sb.nodes[:2]]
 
@@ -55,39 +55,39 @@ def test_hrw_late_joiner_waits_and_asks_for_a_restart():
 
 
 def test_hrw_full_round_ignores_waiting_nodes():
-    proto = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=2))
+    proto = HrwProtocol(HrwSettings(run_id="r", min_nodes=2, max_nodes=2))
     sb = Sandbox(nodes=3)
     procs = [sb.spawn(n, proto.rendezvous(n.info)) for n in sb.nodes]
     sb.env.run(until=50)
     done = [p.value for p in procs if p.triggered]
     assert len(done) == 2 and {r.round for r in done} == {0}
     assert sb.store.data["rdzv/r/r0/waiting"] == "1"
-    assert all(reason != "nodes_waiting" for _, reason in proto.watch(done[0]))
-    partial = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=3))
-    assert any(reason == "nodes_waiting" for _, reason in partial.watch(done[0]))
+    assert all(w.reason != "nodes_waiting" for w in proto.watch(done[0]))
+    partial = HrwProtocol(HrwSettings(run_id="r", min_nodes=2, max_nodes=3))
+    assert any(w.reason == "nodes_waiting" for w in partial.watch(done[0]))
 
 
 def test_hrw_times_out_below_min_nodes():
-    proto = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=3, max_nodes=3, join_timeout=20))
+    proto = HrwProtocol(HrwSettings(run_id="r", min_nodes=3, max_nodes=3, join_timeout=20))
     results, sb = run_rdzv(proto, 2, until=100)
     assert all(isinstance(r, RendezvousTimeout) for r in results)
 
 
 def test_static_times_out_at_its_deadline_when_a_rank_never_comes():
-    proto = StaticProtocol(ProtocolConfig(run_id="s", min_nodes=3, max_nodes=3, join_timeout=42))
+    proto = StaticProtocol(StaticSettings(run_id="s", min_nodes=3, max_nodes=3, join_timeout=42))
     results, sb = run_rdzv(proto, 3, nodes=[0, 1])
     assert all(isinstance(r, RendezvousTimeout) for r in results)
     assert all(42.0 <= r.at < 42.1 for r in results)
 
 
 def test_static_ranks_are_node_indexes():
-    proto = StaticProtocol(ProtocolConfig(run_id="s", min_nodes=3, max_nodes=3))
+    proto = StaticProtocol(StaticSettings(run_id="s", min_nodes=3, max_nodes=3))
     results, _ = run_rdzv(proto, 3)
     assert [r.rank for r in results] == [0, 1, 2] and {r.master for r in results} == {"n0"}
 
 
 def test_store_never_holds_pickle():
-    proto = HrwProtocol(ProtocolConfig(run_id="r", min_nodes=2, max_nodes=3))
+    proto = HrwProtocol(HrwSettings(run_id="r", min_nodes=2, max_nodes=3))
     _, sb = run_rdzv(proto, 3)
     import json
     for k, v in sb.store.data.items():

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from real_backend.elastic_demo import run_demo  # noqa: E402
+from real_backend.tools.elastic_demo import run_demo  # noqa: E402
 
 pytestmark = pytest.mark.real
 

@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
-from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, digest
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+
+from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, Watch, digest
+from ..settings import ProtocolSettings
 from ...ops import (BackgroundLoad, Changed, CompareSet, Emit, FirstOf, Get, HeartbeatTimes, Now,
                     Random, Sleep, StartHeartbeat, WallClock, Work)
 from . import decisions as D
@@ -43,8 +47,25 @@ class Holder:
     cas_attempts: int = 0
 
 
+class C10dSettings(ProtocolSettings):
+    """Settings of the `c10d` model (torchrun's --rdzv-conf names; seconds)."""
+    name: Literal["c10d"] = "c10d"
+    last_call_timeout: NonNegativeFloat = Field(30.0, description="after min_nodes join, wait this long for more (torchrun: 30)")
+    keep_alive_interval: PositiveFloat = Field(5.0, description="heartbeat period")
+    keep_alive_max_attempt: PositiveInt = Field(3, description="missed beats before a node is dead")
+
+    def round_time(self) -> float:
+        """Last call, a dead participant's heartbeat expiry, the rollback period, torchrun's
+        30 s close timeout and a sync poll."""
+        return (self.last_call_timeout + self.keep_alive_interval * self.keep_alive_max_attempt
+                + D.ROLLBACK_PERIOD + 30.0 + SYNC_DELAY)
+
+
 class C10dProtocol(Protocol):
     name = "c10d"
+    # simulator hints: a real run uses torch's own DynamicRendezvousHandler instead
+    needs = frozenset({Changed, StartHeartbeat, HeartbeatTimes, BackgroundLoad})
+    torch_counterpart = "c10d"
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -174,11 +195,11 @@ class C10dProtocol(Protocol):
         h = self.holder(node)
         if state is None and h.state.wait_list:
             # nodes already wait: the agent's next num_nodes_waiting() sees them, no change needed
-            return [(Sleep(0.0), "poll:now")]
+            return [Watch(Sleep(0.0), "poll", ask=True)]
         token = state if state is not None else h.token
-        return [(Changed(self.key, token, timeout=math.inf), "poll:blob")]
+        return [Watch(Changed(self.key, token, timeout=math.inf), "poll", ask=True)]
 
-    def answer(self, result: RoundResult, reason: str, node: NodeInfo):
+    def answer(self, result: RoundResult, watch: Watch, node: NodeInfo):
         """The blob changed: the agent notices at its first monitor tick after the 1 s cache
         expires, reads it, and restarts if nodes wait."""
         h = self.holder(node)

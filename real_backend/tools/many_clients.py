@@ -7,7 +7,7 @@ Measured: the round's wall time (start -> last rank known), store operations and
 and the CPU the store process and the client processes used over that time. A store busy
 close to one core (TCPStore's libuv loop is one thread) limited the rate; otherwise the clients
 (Python threads under the GIL, on the cores left) did. Usage:
-    python -m real_backend.many_clients 256 512 1024 [--procs 4]
+    python -m real_backend.tools.many_clients 256 512 1024 [--procs 4]
 """
 from __future__ import annotations
 
@@ -29,14 +29,14 @@ def cpu_seconds(pid: int) -> float:
 
 def _client_proc(conn, host: str, port: int, indices: list[int], n: int, run_id: str):
     """One client process: one thread per node; reports (index, t0, t1, rank, digest, ops)."""
-    from rdzv_sim.protocols.base import NodeInfo, ProtocolConfig
-    from rdzv_sim.protocols.hrw import HrwProtocol
+    from rdzv_sim.protocols.base import NodeInfo
+    from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 
-    from .runtime import RealRuntime
+    from ..runtime import RealRuntime
 
-    proto = HrwProtocol(ProtocolConfig(run_id=run_id, min_nodes=n, max_nodes=n, join_timeout=300,
-                                       confirm_timeout=120, last_call_timeout=1, close_grace=30,
-                                       hole_grace=0.2))
+    proto = HrwProtocol(HrwSettings(run_id=run_id, min_nodes=n, max_nodes=n, join_timeout=300,
+                                    confirm_timeout=120, last_call_timeout=1, close_grace=30,
+                                    hole_grace=0.2))
     go = threading.Event()
     results, lock = [], threading.Lock()
     runtimes = {}
@@ -72,7 +72,7 @@ def _client_proc(conn, host: str, port: int, indices: list[int], n: int, run_id:
 
 
 def run(n: int, procs: int = 4, host: str = "127.0.0.1") -> dict:
-    from .node import store_main
+    from ..node import store_main
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     store = ctx.Process(target=store_main, args=(child, host), daemon=True)

@@ -1,10 +1,10 @@
 """Validate `static` and `hrw` for real with NCCL, one rank per GPU, and print a table.
 
-    python -m real_backend.gpu_check [--ranks N] [--timeout S]
+    python -m real_backend.tools.gpu_check [--ranks N] [--timeout S]
 
 On a machine without GPUs it runs the same check with gloo (2 ranks by default), so it can be
 tried anywhere; on a one-GPU machine it is a smoke test at world size 1. It needs only torch,
-numpy, xxhash and the protocol modules (no pandas, pydantic or simpy): each rank is a spawned
+numpy, xxhash, pydantic and the protocol modules (no pandas or simpy): each rank is a spawned
 process running the protocol's generator over a real TCPStore.
 """
 from __future__ import annotations
@@ -18,16 +18,18 @@ from datetime import timedelta
 
 def _rank(protocol: str, i: int, n: int, port: int, backend: str, q) -> None:
     from rdzv_sim.ops import Emit, StartWorkers
-    from rdzv_sim.protocols import ProtocolConfig, get
+    from rdzv_sim.protocols import get
     from rdzv_sim.protocols.base import NodeInfo
-    from .runtime import RealRuntime
-    from .workers import GlooWorkers
+    from ..runtime import RealRuntime
+    from ..workers import GlooWorkers
 
     events = []
     rt = RealRuntime("127.0.0.1", port, lambda t, op: events.append((t, op)), op_timeout=20,
                      workers=GlooWorkers(f"gpu-{protocol}", 60.0, backend=backend))
-    proto = get(protocol)(ProtocolConfig(run_id=f"gpu-{protocol}", min_nodes=n, max_nodes=n,
-                                         last_call_timeout=0.5, join_timeout=120))
+    spec = get(protocol)
+    quick = {"last_call_timeout": 0.5} if "last_call_timeout" in spec.settings.model_fields else {}
+    proto = spec.make(spec.settings(run_id=f"gpu-{protocol}", min_nodes=n, max_nodes=n,
+                                    join_timeout=120, **quick))
     node = NodeInfo(f"rank{i}", "127.0.0.1", 1, i)
     t0 = time.monotonic()
     try:

@@ -1,6 +1,6 @@
 """A tiny elastic training script for torchrun: all-reduce SGD that checkpoints and resumes.
 
-    torchrun ... -m real_backend.train_demo --ckpt-dir DIR --step-log FILE [--steps N] [--step-time S]
+    torchrun ... -m real_backend.tools.train_demo --ckpt-dir DIR --step-log FILE [--steps N] [--step-time S]
 
 Every rank fits the same vector to a target with gradients averaged by all-reduce (gloo on
 CPU, NCCL where each rank has a GPU). Rank 0 checkpoints every `--ckpt-every` steps (write to

@@ -4,7 +4,7 @@ The elastic story of issue 6, run for real and measured, for any rendezvous back
 torch's `c10d`). Each agent is `python -m torch.distributed.run` on its own loopback address
 (`--local-addr 127.0.0.2`, ...); killing a node SIGKILLs its agent and its workers at once, as
 a crashed host would. The store lives in a
-process of its own, so any node may die. The workers run `real_backend.train_demo`.
+process of its own, so any node may die. The workers run `real_backend.tools.train_demo`.
 
 Timeline: 3 agents train at world size 3 -> node C is killed -> the survivors re-rendezvous
 and resume from the checkpoint at world size 2 -> a new agent starts on C's address -> the job
@@ -86,7 +86,7 @@ class Demo:
 
     # --- processes -----------------------------------------------------------------------
     def start_store(self) -> None:
-        from .node import store_main
+        from ..node import store_main
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
         self.store = ctx.Process(target=store_main, args=(child, "127.0.0.1"), daemon=True)
@@ -100,7 +100,7 @@ class Demo:
                f"--rdzv-backend={self.backend}", f"--rdzv-endpoint=127.0.0.1:{self.port}",
                "--rdzv-id=elastic-demo", f"--rdzv-conf={self.conf}", f"--local-addr={addr}",
                "--max-restarts=5", f"--monitor-interval={self.monitor}",
-               "-m", "real_backend.train_demo", "--ckpt-dir", str(self.dir / "ckpt"), "--step-log", str(self.log),
+               "-m", "real_backend.tools.train_demo", "--ckpt-dir", str(self.dir / "ckpt"), "--step-log", str(self.log),
                "--stop-file", str(self.stop), "--step-time", str(self.step_time), "--steps", "100000"]
         env = dict(os.environ, DEMO_NODE=name, RDZV_SIM_TRACE=str(self.dir / f"trace-{name}.jsonl"),
                    # torch 2.13's c10d cannot grow back while it shares its store with the

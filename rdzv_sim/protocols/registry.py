@@ -1,0 +1,121 @@
+"""The protocols a scenario can name: built-in ones, `register_protocol` calls, and plugins.
+
+A protocol is a class (generators that yield `rdzv_sim.ops`) plus its settings model. Once
+registered, the scenario schema, `rdzv-sim list`/`schema`, `--set`, sweeps, the property
+strategies, the real runtime and `validate` all know it. Installed packages add protocols
+through the `rdzv_sim.protocols` entry-point group (a module to import, or a callable to
+call); `RDZV_SIM_PROTOCOLS=mod1,mod2` imports modules the same way without installing them.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import create_model
+
+from ..errors import Error
+from .settings import ProtocolSettings
+
+ENTRY_POINTS = "rdzv_sim.protocols"
+ENV_VAR = "RDZV_SIM_PROTOCOLS"
+
+
+class ProtocolError(Error, ValueError):
+    """A protocol that cannot be registered or found."""
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    name: str
+    cls: type
+    settings: type[ProtocolSettings]
+    module: str                 # imported by a fresh process (the real launcher's nodes)
+
+    @property
+    def needs(self) -> frozenset:
+        """Operations beyond the common set that the protocol yields (see `Protocol.needs`)."""
+        return frozenset(getattr(self.cls, "needs", frozenset()))
+
+    def make(self, settings: ProtocolSettings):
+        return self.cls(settings)
+
+
+_SPECS: dict[str, ProtocolSpec] = {}
+_state = {"version": 0, "plugins": False}
+
+
+def version() -> int:
+    """Grows with every registration (the scenario model is rebuilt when it changes)."""
+    return _state["version"]
+
+
+def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] = ProtocolSettings,
+                      *, replace: bool = False) -> ProtocolSpec:
+    """Make protocol `cls` with settings model `settings` known as `name` everywhere."""
+    from .base import Protocol
+    if not isinstance(name, str) or not name.replace("-", "_").isidentifier():
+        raise ProtocolError(f"register_protocol: name {name!r} must be a word (letters, digits, _ or -)")
+    if not (isinstance(cls, type) and issubclass(cls, Protocol)):
+        raise ProtocolError(f"register_protocol({name!r}): {cls!r} is not a subclass of "
+                            "rdzv_sim.protocols.Protocol")
+    if not (isinstance(settings, type) and issubclass(settings, ProtocolSettings)):
+        raise ProtocolError(f"register_protocol({name!r}): settings must subclass "
+                            "rdzv_sim.protocols.ProtocolSettings, got {settings!r}")
+    if name in _SPECS and not replace and _SPECS[name].cls is not cls:
+        raise ProtocolError(f"protocol {name!r} is registered already (by {_SPECS[name].module}); "
+                            "pass replace=True to replace it")
+    field = settings.model_fields["name"]
+    if field.annotation != Literal[name]:
+        settings = create_model(settings.__name__, __base__=settings, __module__=settings.__module__,
+                                name=(Literal[name], name))
+    spec = ProtocolSpec(name, cls, settings, cls.__module__)
+    _SPECS[name] = spec
+    _state["version"] += 1
+    return spec
+
+
+def _load_plugins() -> None:
+    if _state["plugins"]:
+        return
+    _state["plugins"] = True
+    from importlib.metadata import entry_points
+    for ep in entry_points(group=ENTRY_POINTS):
+        try:
+            obj = ep.load()
+        except Exception as e:  # noqa: BLE001 - a broken plugin must not break the others
+            raise ProtocolError(f"protocol plugin {ep.name!r} ({ep.value}) failed to load: {e}") from None
+        if callable(obj) and not isinstance(obj, type):
+            obj()
+    import_modules(m for m in os.environ.get(ENV_VAR, "").split(",") if m.strip())
+
+
+def import_modules(modules) -> None:
+    """Import modules that register protocols (plugins named by entry point or variable)."""
+    for m in modules:
+        try:
+            importlib.import_module(m.strip())
+        except ImportError as e:
+            raise ProtocolError(f"{ENV_VAR}: cannot import {m.strip()!r}: {e}") from None
+
+
+def specs() -> dict[str, ProtocolSpec]:
+    """Every registered protocol, by name (plugins loaded on first call)."""
+    from . import builtin  # noqa: F401 - registers static, hrw, c10d
+    _load_plugins()
+    return dict(_SPECS)
+
+
+def get(name: str) -> ProtocolSpec:
+    known = specs()
+    try:
+        return known[name]
+    except KeyError:
+        raise ProtocolError(f"unknown protocol {name!r}; registered: {', '.join(sorted(known))} "
+                            f"(register yours with rdzv_sim.register_protocol)") from None
+
+
+def plugin_modules() -> list[str]:
+    """Modules of protocols that are not built in: a fresh process imports them to know them."""
+    return sorted({s.module for s in specs().values() if not s.module.startswith("rdzv_sim.")})

@@ -1,0 +1,34 @@
+"""What every protocol's settings model starts from (each protocol adds only what it uses)."""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+
+class ProtocolSettings(BaseModel):
+    """The `protocol:` section of a scenario. Subclass it with the fields your protocol reads;
+    `name` is set to the registered name (a `Literal`) by `register_protocol`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    fixed_world: ClassVar[bool] = False      # True: every node, always (min = max = nodes)
+
+    name: str
+    run_id: str = Field("job", description="the job's id: every key lives under it")
+    min_nodes: PositiveInt | None = Field(None, description="fewest hosts in a round (default: every node)")
+    max_nodes: PositiveInt | None = Field(None, description="most hosts in a round (default: every node)")
+    join_timeout: PositiveFloat = Field(600.0, description="seconds until a node gives up joining")
+
+    def resolved(self, nodes: int) -> "ProtocolSettings":
+        """These settings with min_nodes/max_nodes filled in for a cluster of `nodes` hosts."""
+        return self.model_copy(update={"min_nodes": self.min_nodes or nodes,
+                                       "max_nodes": self.max_nodes or nodes})
+
+    def problems(self, scenario) -> list[tuple[tuple, str]]:
+        """(YAML path, message) for what these settings cannot run in `scenario` (override it)."""
+        return []
+
+    def round_time(self) -> float:
+        """Seconds the protocol's own timers can add to one round after the faults stop (the
+        liveness bound of `rdzv_sim.testing` adds the agent's and the store's)."""
+        return 0.0

@@ -1,0 +1,1 @@
+"""Runnable demos and checks over the real backend (not imported by the library)."""
