@@ -21,7 +21,6 @@ import numpy as np
 import xxhash
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 PEERS = ROOT / ".peers"
 
 from hrw import Assignment, Placement, kernels  # noqa: E402
@@ -31,15 +30,21 @@ def load_peers():
     if not (PEERS / "uhashring").exists():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(PEERS),
                         "clandestined==1.1.0", "hrw==0.2.0", "uhashring==2.5"], check=True)
-    sys.path.append(str(PEERS))
-    import clandestined
-    import uhashring
+    # the peers live in a folder of their own (PyPI's `hrw` shares our package's name), loaded
+    # from their files by name
+    return _from(PEERS, "clandestined"), _from(PEERS, "hrw", "pypi_hrw"), _from(PEERS, "uhashring")
+
+
+def _from(folder: Path, package: str, alias: str | None = None):
+    """Import `package` from `folder` (a pip --target folder) as `alias`."""
+    base = folder / package
+    path = base / "__init__.py" if base.is_dir() else folder / f"{package}.py"
     spec = importlib.util.spec_from_file_location(
-        "pypi_hrw", PEERS / "hrw" / "__init__.py", submodule_search_locations=[str(PEERS / "hrw")])
-    pypi_hrw = importlib.util.module_from_spec(spec)
-    sys.modules["pypi_hrw"] = pypi_hrw
-    spec.loader.exec_module(pypi_hrw)
-    return clandestined, pypi_hrw, uhashring
+        alias or package, path, submodule_search_locations=[str(base)] if base.is_dir() else None)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[alias or package] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def rate(fn, n_calls, min_time=0.5):

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import rdzv_sim  # noqa: E402
 from rdzv_sim.trace import details  # noqa: E402

@@ -24,7 +24,6 @@ from pathlib import Path
 import simpy
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import rdzv_sim  # noqa: E402
 from rdzv_sim.trace import details  # noqa: E402

@@ -6,14 +6,15 @@ from .scenario.load import load
 from .sim.simulation import Simulation
 
 
-def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunResult:
-    """Simulate `scenario` (a bundled name, a path, YAML text, a dict or a Scenario)."""
+def run(scenario, overrides=(), seed: int | None = None, progress=None, *, cpu=None) -> RunResult:
+    """Simulate `scenario` (a bundled name, a path, YAML text, a dict or a Scenario).
+    `cpu`: a factory of the cores one-machine runs share (rdzv_sim/models/cpu)."""
     sc = load(scenario, overrides, seed)
     if sc.fidelity == "aggregate":
         from .aggregate.job import AggregateSimulation
         sim = AggregateSimulation(sc)
     else:
-        sim = Simulation(sc)
+        sim = Simulation(sc, cpu=cpu)
     stats = sim.run(progress)
     trace, rt = sim.trace, sim.runtime
     del sim                                  # its world is done with: only the trace is kept

@@ -30,8 +30,8 @@ def _first_op(port, t_spawn, q):
 
 def _timed(rt, op, reps: int, gap: float) -> float:
     """Median seconds of `op`, each call after `gap` idle: an agent's store calls follow waits,
-    and on a VM a thread woken from idle answers far slower than one kept busy (back to back:
-    ~50-200 us here; after 10 ms idle: ~500 us), which is what a rendezvous sees."""
+    and on a VM a thread woken from idle answers far slower than one kept busy, which is what
+    a rendezvous sees."""
     ts = []
     for _ in range(reps):
         if gap:

@@ -21,6 +21,7 @@ from rdzv_sim.scenario.load import load
 from rdzv_sim.trace import RunStats
 
 from rdzv_sim.protocols.registry import get, plugin_modules
+from rdzv_sim.scenario.timeline import late_starts, timeline
 
 from . import node as node_mod
 from .proxy import FaultProxy
@@ -145,48 +146,52 @@ class RealRun:
 
     # --- the run -----------------------------------------------------------------------
     def plan(self):
-        """(time, action) pairs in order: starts and faults."""
+        """(time, action) pairs in order: the nodes' starts, then the scenario's fault
+        timeline (rdzv_sim/scenario/timeline.py, the one the simulator walks)."""
         sc = self.sc
-        late = {f.node: f.delay for f in sc.faults if f.kind == "slow_join"}
+        late = late_starts(sc)
         first = sc.cluster.start_nodes if sc.cluster.start_nodes is not None else sc.cluster.nodes
-        steps = []
-        for i in range(sc.cluster.nodes):
-            if i in late:
-                steps.append((late[i], lambda i=i: self.start_node(i, "slow_join")))
-            elif i < first:
-                steps.append((0.0, lambda i=i: self.start_node(i, "start")))
-        for f in sc.faults:
-            k = f.kind
-            if k == "crash":
-                steps.append((f.at, lambda f=f: self.crash(f.node)))
-            elif k == "restart":
-                steps.append((f.at, lambda f=f: self.start_node(f.node, "restart")))
-            elif k == "store_crash":
-                steps.append((f.at, lambda: self.crash_store("store_crash")))
-            elif k == "store_pause":
-                steps.append((f.at, lambda f=f: self._store_sig(signal.SIGSTOP, "fault_store_pause",
-                                                                {"duration": f.duration})))
-                steps.append((f.at + f.duration, lambda: self._store_sig(signal.SIGCONT, "store_resumed")))
-            elif k == "worker_failure":
-                steps.append((f.at, lambda f=f: self._usr1(f.node)))
-            elif k == "partition":
-                nodes = self.targets(f)
-                steps.append((f.at, lambda f=f, n=nodes: self.partition(n, f.duration)))
-                steps.append((f.at + f.duration, lambda n=nodes: self.heal(n)))
-            elif k == "latency":
-                nodes = self.targets(f)
-                steps.append((f.at, lambda f=f, n=nodes: self.slow(n, f.delay, f.duration)))
-                steps.append((f.at + f.duration, lambda f=f, n=nodes: self.slow(n, 0.0)))
-            elif k == "rack_failure":
-                steps.append((f.at, lambda f=f: [self.crash(i, "rack_failure") for i in self.rack(f.rack)]))
-                if f.repair is not None:
-                    steps.append((f.at + f.repair, lambda f=f: [self.start_node(i, "restart")
-                                                               for i in self.rack(f.rack)]))
-            elif k == "pause":
-                steps.append((f.at, lambda f=f: self._sig(f.node, signal.SIGSTOP, "fault_pause",
-                                                          {"duration": f.duration})))
-                steps.append((f.at + f.duration, lambda f=f: self._sig(f.node, signal.SIGCONT, "node_resumed")))
+        steps = [(0.0, lambda i=i: self.start_node(i, "start"))
+                 for i in range(sc.cluster.nodes) if i not in late and i < first]
+        for actions in timeline(sc):
+            steps += [(a.at, lambda a=a: self.apply(a)) for a in actions]
         return sorted(steps, key=lambda s: s[0])
+
+    def apply(self, a) -> None:
+        """Do one timeline action to the real processes."""
+        k = a.kind
+        if k == "crash":
+            self.crash(a.node)
+        elif k in ("restart", "start"):
+            self.start_node(a.node, "restart" if k == "restart" else "slow_join")
+        elif k == "store_crash":
+            self.crash_store("store_crash")
+        elif k == "store_pause":
+            self._store_sig(signal.SIGSTOP, "fault_store_pause", {"duration": a.value})
+        elif k == "store_resume":
+            self._store_sig(signal.SIGCONT, "store_resumed")
+        elif k == "worker_failure":
+            self._usr1(a.node)
+        elif k == "cut":
+            self.partition(self.targets(a), a.value)
+        elif k == "heal":
+            self.heal(self.targets(a))
+        elif k == "slow":
+            self.slow(self.targets(a), a.value, self.sc.faults[a.fault].duration)
+        elif k == "unslow":
+            self.slow(self.targets(a), 0.0)
+        elif k == "rack_crash":
+            for i in self.rack(a.rack):
+                self.crash(i, "rack_failure")
+        elif k == "rack_restart":
+            for i in self.rack(a.rack):
+                self.start_node(i, "restart")
+        elif k == "pause":
+            self._sig(a.node, signal.SIGSTOP, "fault_pause", {"duration": a.value})
+        elif k == "resume":
+            self._sig(a.node, signal.SIGCONT, "node_resumed")
+        else:                               # clock_skew is refused before the run starts
+            raise ValueError(f"the real launcher cannot do {k!r}")
 
     def _sig(self, i, sig, event, detail=None):
         p = self.procs.get(self.name(i))

@@ -19,11 +19,10 @@ import numpy as np
 from rdzv_sim import ops as O
 
 SLICE = 1.0          # a FirstOf store branch re-checks its cancel flag this often
-# Now and then a TCPStore client takes 5 s to construct (one takes half a millisecond): torch
-# looks up the peer's name (getnameinfo of ::ffff:127.0.0.1), and on a machine whose DNS
-# resolver does not answer, that waits for the resolver's 5 s timeout (strace shows it).
-# Concurrent constructions queue behind it. So connections are made one at a time and kept:
-# FirstOf branches reuse spares, `prepare` makes them up front.
+# Making a TCPStore client can be slow now and then (torch looks up the peer's name; see
+# docs/troubleshooting.md), and concurrent constructions queue behind a slow one. So
+# connections are made one at a time and kept: FirstOf branches reuse spares, `prepare` makes
+# them up front.
 _CONNECT_LOCK = threading.Lock()
 
 

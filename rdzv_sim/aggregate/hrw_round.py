@@ -9,7 +9,7 @@ once (the per-operation runtime interleaves them request by request):
            add(seq, 0), compare_set(closed), check(slots), multi_get(descs), multi_set(assigns)
   confirm  each member watches its assignment, add(ack); the last to ack compare_sets `ready`;
            the others' watch on `ready` wakes: their rank is known.
-Approximations (measured against the per-operation model in reports/sim_speed.md): latency
+Approximations (their error against the per-operation model is in reports/sim_speed.md): latency
 without jitter, a batch is served in arrival order without interleaving the next phase, no
 holes (a joiner that crashes between add and set), a watch is one request.
 """

@@ -25,13 +25,13 @@ class Topology(Strict):
 
 class Cpu(Strict):
     """Client CPU for encoding/decoding store values (torch: pickle + base64 of the c10d blob)."""
-    base: NonNegativeFloat = 5e-6               # measured: torch write-sync 60 us at 1 KB,
-    per_byte: NonNegativeFloat = 20e-9          # 451 us at 11.7 KB, 2.07 ms at 47 KB (2 per CAS)
+    base: NonNegativeFloat = 5e-6               # seconds per encode/decode (docs/cpu-model.md)
+    per_byte: NonNegativeFloat = 20e-9          # seconds per byte encoded/decoded
     shared_cores: PositiveInt | None = None     # every host shares these cores (one-machine runs)
     # how: "fair" time-slices them as Linux does (a process woken from I/O runs first),
     # "sharing" runs every job at once at cores/k of a core
     scheduler: Literal["fair", "sharing"] = "fair"
-    # fair (rdzv_sim/sim/fair_cpu.py; defaults measured on Linux 6.18, 2 CPUs, HZ=250):
+    # fair (rdzv_sim/models/cpu/fair.py; defaults for Linux 6.x EEVDF, 2 CPUs, HZ=250):
     slice: NonNegativeFloat = 1.4e-3            # EEVDF's base slice: 0.7 ms x (1 + log2 CPUs)
     tick: NonNegativeFloat = 4e-3               # 1 / CONFIG_HZ: when a used-up slice is cut (0: at once)
     preempt_rate: NonNegativeFloat = 120.0      # per second past the slice: cuts by wake-ups

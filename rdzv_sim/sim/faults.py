@@ -11,69 +11,74 @@ import math
 import numpy as np
 
 
-def _at(env, t):
-    if t > env.now:
-        yield env.timeout(t - env.now)
+def scheduled(sim, actions):
+    """A SimPy process body walking one scheduled fault's actions (scenario/timeline.py)."""
+    env = sim.env
+    state: dict = {}                         # what the fault's first action left for its last
+    for a in actions:
+        if a.after > 0:
+            yield env.timeout(a.after)
+        apply(sim, a, state)
 
 
-def scheduled(sim, fault):
-    """A SimPy process body applying one scheduled fault from the scenario."""
-    env, k = sim.env, fault.kind
-    yield from _at(env, getattr(fault, "at", 0.0))
+def apply(sim, a, state: dict) -> None:
+    """Do one timeline action to the simulated world."""
+    env, k = sim.env, a.kind
     if k == "crash":
-        sim.crash(sim.node_at(fault.node), "crash")
-    elif k == "restart":
-        sim.start(sim.node_at(fault.node), "restart")
+        sim.crash(sim.node_at(a.node), "crash")
+    elif k in ("restart", "start"):
+        sim.start(sim.node_at(a.node), "restart" if k == "restart" else "slow_join")
     elif k == "worker_failure":
-        node = sim.node_at(fault.node)
+        node = sim.node_at(a.node)
         sim.trace.record(env.now, node.name, "fault_worker_failure")
         sim.fail_workers(node)
     elif k == "pause":
-        yield from sim.pause(sim.node_at(fault.node), fault.duration)
-    elif k == "partition":
-        yield from sim.partition(_hosts(sim, fault), fault.duration)
-    elif k == "latency":
-        hosts = _hosts(sim, fault)
+        sim.pause(sim.node_at(a.node), a.value)
+    elif k == "resume":
+        sim.resume(sim.node_at(a.node))
+    elif k == "cut":
+        state["group"] = sim.cut(_hosts(sim, a), a.value)
+    elif k == "heal":
+        sim.heal(state["group"])
+    elif k == "slow":
+        hosts = state["hosts"] = _hosts(sim, a)
         sim.trace.record(env.now, "network", "fault_latency",
-                         detail={"hosts": sorted(hosts), "delay": fault.delay, "duration": fault.duration})
+                         detail={"hosts": sorted(hosts), "delay": a.value, "duration": sim.sc.faults[a.fault].duration})
         for h in hosts:
-            sim.net.slow(h, fault.delay)
-        yield env.timeout(fault.duration)
-        for h in hosts:
-            sim.net.slow(h, -fault.delay)
-        sim.trace.record(env.now, "network", "latency_healed", detail={"hosts": len(hosts)})
+            sim.net.slow(h, a.value)
+    elif k == "unslow":
+        for h in state["hosts"]:
+            sim.net.slow(h, -a.value)
+        sim.trace.record(env.now, "network", "latency_healed", detail={"hosts": len(state["hosts"])})
     elif k == "store_crash":
         sim.crash_store("store_crash")
     elif k == "store_pause":
-        sim.trace.record(env.now, "store", "fault_store_pause", detail={"duration": fault.duration})
+        sim.trace.record(env.now, "store", "fault_store_pause", detail={"duration": a.value})
         sim.store.pause()
-        yield env.timeout(fault.duration)
+    elif k == "store_resume":
         sim.store.resume()
         sim.trace.record(env.now, "store", "store_resumed")
-    elif k == "rack_failure":
-        hosts = sim.net.hosts_in_rack(f"rack{fault.rack}")
-        sim.trace.record(env.now, f"rack{fault.rack}", "fault_rack_failure", detail={"hosts": len(hosts)})
+    elif k == "rack_crash":
+        hosts = state["hosts"] = sim.net.hosts_in_rack(f"rack{a.rack}")
+        sim.trace.record(env.now, f"rack{a.rack}", "fault_rack_failure", detail={"hosts": len(hosts)})
         for h in hosts:
             sim.crash(sim.nodes[h], "rack_failure")
-        if fault.repair is not None:
-            yield env.timeout(fault.repair)
-            for h in hosts:
-                sim.start(sim.nodes[h], "restart")
+    elif k == "rack_restart":
+        for h in state["hosts"]:
+            sim.start(sim.nodes[h], "restart")
     elif k == "clock_skew":
-        node = sim.node_at(fault.node)
-        node.clock_skew += fault.offset
-        sim.trace.record(env.now, node.name, "fault_clock_skew", detail={"offset": fault.offset})
-    elif k == "slow_join":
-        pass                                 # handled at start-up: the node starts late
-    else:                                    # the schema admits nothing else
-        raise ValueError(f"unknown fault kind {k!r}")
+        node = sim.node_at(a.node)
+        node.clock_skew += a.value
+        sim.trace.record(env.now, node.name, "fault_clock_skew", detail={"offset": a.value})
+    else:                                    # timeline.py makes no other
+        raise ValueError(f"unknown fault action {k!r}")
 
 
-def _hosts(sim, fault) -> list[str]:
+def _hosts(sim, a) -> list[str]:
     """The hosts a partition or latency fault names: its `nodes`, or its `rack`'s."""
-    if fault.nodes is not None:
-        return [sim.node_at(i).name for i in fault.nodes]
-    return sim.net.hosts_in_rack(f"rack{fault.rack}")
+    if a.nodes is not None:
+        return [sim.node_at(i).name for i in a.nodes]
+    return sim.net.hosts_in_rack(f"rack{a.rack}")
 
 
 def time_to_failure(rf, rng: np.random.Generator) -> float:

@@ -17,8 +17,7 @@ import simpy
 from .. import ops as O
 from .network import Network
 from .node import SimNode
-from .cpu import SharedCpu
-from .fair_cpu import PREEMPT_RATE, SLICE, TICK, WAKEUP_PREEMPT, FairCpu
+from ..models.cpu import PREEMPT_RATE, SLICE, TICK, WAKEUP_PREEMPT, shared_cores
 from .first_of import FirstOfMixin
 from .pg_init import InitBarriers
 from .store import StoreServer, payload
@@ -47,14 +46,13 @@ class RuntimeConfig:
 
 
 class SimRuntime(FirstOfMixin):
-    fair_cpu = FairCpu                           # the fair scheduler's class (a probe may subclass it)
-
     def __init__(self, env: simpy.Environment, store: StoreServer, net: Network, trace,
-                 cfg: RuntimeConfig, rng=None):
+                 cfg: RuntimeConfig, rng=None, cpu=None):
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.heartbeats: dict[str, list] = {}    # descriptor -> [node, start, period, stop]
-        self.cpu = None                          # FairCpu or SharedCpu, made on first use
+        self.cpu = None                          # the shared cores, made on first use
+        self.cpu_factory = cpu or shared_cores   # (env, cfg, rng) -> cores (rdzv_sim/models/cpu)
         self.nodes: dict[str, SimNode] = {}
         self.rounds: dict[int, set] = {}         # round -> names of the nodes whose workers run it
         self.notices: dict[int, list] = {}       # round -> [(due, culprits)] of collective failures
@@ -134,9 +132,9 @@ class SimRuntime(FirstOfMixin):
                 node.warm = node.incarnation
                 cost += self.cfg.cold_start
             if self.cfg.shared_cores:
-                # the hosts' processes share these cores (cpu.py, fair_cpu.py)
+                # the hosts' processes share these cores (rdzv_sim/models/cpu)
                 if self.cpu is None:
-                    self.cpu = self._shared_cpu()
+                    self.cpu = self.cpu_factory(self.env, self.cfg, self.rng)
                 job = self.cpu.run(cost, node.name)
                 try:
                     yield job
@@ -160,16 +158,6 @@ class SimRuntime(FirstOfMixin):
         if t is O.Changed:
             return (yield from self._changed(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
-
-    def _shared_cpu(self):
-        """The cores every host shares, as the scenario's scheduler runs them; the fair one
-        draws from a generator of its own, seeded from the runtime's."""
-        cfg = self.cfg
-        if cfg.cpu_scheduler == "sharing":
-            return SharedCpu(self.env, cfg.shared_cores)
-        rng = np.random.default_rng(int(self.rng.integers(2**63)))
-        return self.fair_cpu(self.env, cfg.shared_cores, rng, slice=cfg.cpu_slice, tick=cfg.cpu_tick,
-                             preempt_rate=cfg.preempt_rate, wakeup_preempt=cfg.wakeup_preempt)
 
     def _emit(self, node: SimNode, op: O.Emit) -> None:
         if op.round is not None:

@@ -13,6 +13,7 @@ from ..protocols.agent import elastic_agent
 from ..protocols.base import NodeInfo
 from ..protocols.configure import agent_config_for, protocol_for
 from ..scenario.schema import Scenario
+from ..scenario.timeline import late_starts, timeline
 from ..trace import RunStats, Tracer
 from . import faults, network
 from .network import Network
@@ -37,8 +38,8 @@ def _count_events(env: simpy.Environment) -> list:
 @contextmanager
 def quiet_gc():
     """SimPy makes many short-lived objects, and the cyclic collector's scans of a heap of
-    10^5 live generators cost more than the simulation itself (a 10,000-node round: 12 s with
-    the default thresholds, 4.5 s without). Collect rarely while running; restore after."""
+    live generators can cost more than the simulation itself (reports/sim_speed.md). Collect
+    rarely while running; restore after."""
     old = gc.get_threshold()
     gc.collect()
     gc.freeze()
@@ -51,7 +52,8 @@ def quiet_gc():
 
 
 class Simulation:
-    def __init__(self, sc: Scenario):
+    def __init__(self, sc: Scenario, cpu=None):
+        """`cpu`: a factory of the shared cores (rdzv_sim/models/cpu), for one-machine runs."""
         self.sc = sc
         self.env = env = simpy.Environment()
         self._events = _count_events(env)
@@ -84,7 +86,7 @@ class Simulation:
             cpu_tick=sc.cluster.cpu.tick, preempt_rate=sc.cluster.cpu.preempt_rate,
             wakeup_preempt=sc.cluster.cpu.wakeup_preempt, cold_start=sc.cluster.cpu.cold_start,
             first_of=sc.cluster.cpu.first_of),
-            rng=np.random.default_rng(seeds[3]))
+            rng=np.random.default_rng(seeds[3]), cpu=cpu)
         self.protocol = protocol_for(sc)
         self.agent_cfg = agent_config_for(sc)
         self.hosts = hosts
@@ -103,7 +105,7 @@ class Simulation:
 
     def _schedule(self, rng_faults: np.random.Generator) -> None:
         sc, env = self.sc, self.env
-        late = {f.node: f.delay for f in sc.faults if f.kind == "slow_join"}
+        late = late_starts(sc)
         first = sc.cluster.start_nodes if sc.cluster.start_nodes is not None else sc.cluster.nodes
         offsets = self.rng_start.uniform(0.0, sc.cluster.start_spread, size=sc.hosts)
         for i, h in enumerate(self.hosts):
@@ -111,9 +113,9 @@ class Simulation:
                 env.process(self._start_at(self.nodes[h], late[i], "slow_join"))
             elif i < first or i >= sc.cluster.nodes:      # hot spares start with the job
                 env.process(self._start_at(self.nodes[h], float(offsets[i]), "start"))
-        for f in sc.faults:
-            if f.kind != "slow_join":
-                env.process(faults.scheduled(self, f))
+        for actions in timeline(sc):
+            if actions[0].kind != "start":           # slow joins start above, with the others
+                env.process(faults.scheduled(self, actions))
         for rf in sc.random_faults:
             if rf.kind == "interruptions":
                 env.process(faults.interruptions(
@@ -202,7 +204,8 @@ class Simulation:
             self.trace.record(self.env.now, "store", "fault_store_crash", detail={"cause": cause})
             self.store.crash()
 
-    def pause(self, node: SimNode, duration: float):
+    def pause(self, node: SimNode, duration: float) -> None:
+        """SIGSTOP: the node's process stops until `resume` (pauses nest)."""
         env = self.env
         self.trace.record(env.now, node.name, "fault_pause", node.running_round,
                           detail={"duration": duration})
@@ -211,16 +214,12 @@ class Simulation:
         node.paused += 1
         if duration >= self.runtime.cfg.collective_timeout:
             self.runtime.peers_notice(node.running_round, {node.name})
-        yield env.timeout(duration)
+
+    def resume(self, node: SimNode) -> None:
         node.paused = max(0, node.paused - 1)
         if not node.paused and not node.resumed.triggered:
             node.resumed.succeed()
-            self.trace.record(env.now, node.name, "node_resumed")
-
-    def partition(self, hosts: list[str], duration: float):
-        group = self.cut(hosts, duration)
-        yield self.env.timeout(duration)
-        self.heal(group)
+            self.trace.record(self.env.now, node.name, "node_resumed")
 
     def cut(self, hosts: list[str], duration: float = float("inf")) -> int:
         """Isolate `hosts` from the rest; collectives across the cut fail if it outlasts them."""

@@ -1,6 +1,9 @@
 """Hypothesis strategies for clusters, protocol settings, fault schedules and whole scenarios.
 
-They compose: `scenarios(protocol="hrw", faults=fault_schedules(kinds=("crash", "restart")))`.
+They compose, for any registered protocol:
+
+    scenarios(protocol="hrw", faults=lambda n: fault_schedules(n, kinds=("crash", "restart")))
+
 Every scenario they make is valid, and long enough for the liveness check to judge it.
 """
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Three real torchrun agents on one machine: kill one mid-training, bring a node back.
 
-The elastic story of issue 6, run for real and measured, for any rendezvous backend (`hrw`,
-torch's `c10d`). Each agent is `python -m torch.distributed.run` on its own loopback address
+The elastic story, run for real and timed, for any rendezvous backend (`hrw`, torch's `c10d`). Each agent is `python -m torch.distributed.run` on its own loopback address
 (`--local-addr 127.0.0.2`, ...); killing a node SIGKILLs its agent and its workers at once, as
 a crashed host would. The store lives in a
 process of its own, so any node may die. The workers run `real_backend.tools.train_demo`.
@@ -9,7 +8,7 @@ process of its own, so any node may die. The workers run `real_backend.tools.tra
 Timeline: 3 agents train at world size 3 -> node C is killed -> the survivors re-rendezvous
 and resume from the checkpoint at world size 2 -> a new agent starts on C's address -> the job
 grows back to 3 -> a stop file ends training; every live agent must exit 0.
-Measured: `recover_s` (kill -> first step at world 2) and `grow_s` (new agent started -> first
+It returns `recover_s` (kill -> first step at world 2) and `grow_s` (new agent started -> first
 step at world 3), with the step log, for `benchmarks/torchrun_elastic.py` and the tests.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@ node on TCPStore connections of its own, so the store sees 256 to 1,024 clients 
 
 One `hrw` round with min = max = N (it closes the moment the N-th node joins). Every node
 connects before the start signal, so what is timed is the rendezvous, not the handshakes.
-Measured: the round's wall time (start -> last rank known), store operations and their rate,
+It reports the round's wall time (start -> last rank known), store operations and their rate,
 and the CPU the store process and the client processes used over that time. A store busy
 close to one core (TCPStore's libuv loop is one thread) limited the rate; otherwise the clients
 (Python threads under the GIL, on the cores left) did. Usage:

@@ -24,8 +24,9 @@ def scenario(name, duration, faults=(), nodes=3, protocol="hrw", run_id="job", *
     return {"name": name, "seed": 1, "duration": duration,
             "cluster": {"nodes": nodes, "nproc_per_node": 1, "start_spread": 0},
             "store": {"host": None, "op_timeout": 4},
-            "protocol": {"name": protocol, "run_id": run_id, "last_call_timeout": 1,
-                         "confirm_timeout": 5, **({"min_nodes": 2, "max_nodes": nodes} if protocol == "hrw" else {}),
+            "protocol": {"name": protocol, "run_id": run_id,
+                         **({"min_nodes": 2, "max_nodes": nodes, "last_call_timeout": 1,
+                             "confirm_timeout": 5} if protocol == "hrw" else {}),
                          **proto},
             "agent": {"collective_timeout": 5, "monitor_interval": 1, "worker_start": 0},
             "shards": {"count": 0}, "faults": list(faults)}

@@ -4,8 +4,8 @@ import pytest
 import simpy
 from hypothesis import given, settings, strategies as st
 
-from rdzv_sim.sim.cpu import SharedCpu
-from rdzv_sim.sim.fair_cpu import FairCpu
+from rdzv_sim.models.cpu import SharedCpu
+from rdzv_sim.models.cpu import FairCpu
 
 
 def finish_times(cores, jobs):

@@ -1,30 +1,12 @@
 """Cores time-sliced among processes as Linux's fair scheduler does (one-machine runs).
 
-Processor sharing (cpu.SharedCpu) makes every runnable job progress at once, so clients that
-start together finish together and, in a compare-and-set storm, collide in lockstep. A kernel
-instead gives each core a queue of its own and runs one process at a time from it: the one
-that has had the least CPU (its virtual runtime) first, until it blocks on I/O or is cut.
-What the model keeps of that, each piece measured on torch's c10d storm on this project's
-machine (benchmarks/c10d_burst_cuts.py, reports/c10d_burst_cuts.md):
-
-- a process stays on the core it last ran on; a core whose queue is empty takes work from the
-  longest other queue (load balancing);
-- a burst of computing (decode, decide, encode of a CAS attempt) runs through on one core:
-  the core waits for the next job its process asks for at the same instant;
-- a slice (EEVDF's base slice: 0.7 ms x (1 + log2 of the CPUs), 1.4 ms on 2) protects the
-  running process; once it is used, the next tick (250 Hz: every 4 ms, on every core at the
-  same instants) cuts it if anything waits. Measured: ticks cut 2-8% of bursts that had run
-  under 1 ms, 97-100% of those past 1.5 ms;
-- past its slice, a process is also cut between ticks, by other tasks waking (the store's
-  server thread, other clients): `preempt_rate` per second (measured 70-280);
-- a process woken from I/O keeps its virtual runtime (raised to the least among the runnable:
-  EEVDF gives sleepers no bonus) and waits its turn; `wakeup_preempt` of them (10%) take a
-  core at once from the process that has had the most CPU. Measured: 12-22% of torch's failed
-  CASes get a core within 0.5 ms of their reply (the model: 13-22%), and before the slice is
-  used bursts are cut 0.014-0.044 times per ms, what 10% of the clients' wake-ups (0.19-0.27
-  per ms per core in the storm) make.
-  The two rates were chosen from a scan (0 / 5 / 10% x 0 / 60 / 120 per second) against
-  torch's counts (reports/c10d_contention.md), inside their measured ranges.
+Processor sharing (`SharedCpu`) makes every runnable job progress at once, so clients that
+start together collide in lockstep; a kernel runs one process at a time per core instead. The
+model keeps: a queue per core with load balancing; the least-CPU process first; a burst of
+computing kept on its core; a protected slice, after which the next tick cuts it if anything
+waits, and wake-ups cut it between ticks at `preempt_rate`; a share `wakeup_preempt` of
+wake-ups that take a core at once. Where each piece and its default come from, and how well
+it follows torch's storm: docs/cpu-model.md.
 
 One timer per core, rescheduled when what the core runs changes (a stale timer is recognised
 by its generation). A process is named by its caller (a node): its jobs share one virtual
@@ -37,9 +19,9 @@ from dataclasses import dataclass, field
 
 import simpy
 
-SLICE = 1.4e-3              # EEVDF's base slice on 2 CPUs: protected running time
-TICK = 4e-3                 # 250 Hz: when the kernel checks whether a slice is used up
-                            # (0: at once, as when the process makes system calls often)
+# defaults for Linux 6.x with EEVDF, 2 CPUs, HZ = 250 (docs/cpu-model.md)
+SLICE = 1.4e-3              # protected running time: 0.7 ms x (1 + log2 CPUs)
+TICK = 4e-3                 # when the kernel checks whether a slice is used up (0: at once)
 PREEMPT_RATE = 120.0        # per second past the slice: cuts by other tasks waking
 WAKEUP_PREEMPT = 0.10       # the share of wake-ups that take a core at once
 

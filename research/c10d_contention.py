@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import rdzv_sim  # noqa: E402
 from rdzv_sim.trace import details  # noqa: E402
@@ -33,13 +32,14 @@ SEEDS = (1, 2, 3, 4)
 ISSUE = {8: 31, 32: 282, 128: 3936}          # "measured on torch" in the issue that asked for this
 
 
-def model(n: int, cpu: dict, seed: int = 1) -> int:
-    """Total CAS attempts (joins + each handler's sentinel) when n nodes join at once."""
+def model(n: int, cpu: dict, seed: int = 1, factory=None) -> int:
+    """Total CAS attempts (joins + each handler's sentinel) when n nodes join at once;
+    `factory` makes the shared cores (rdzv_sim.models.cpu), e.g. an instrumented scheduler."""
     sc = {"name": f"c10d-contention-{n}", "seed": seed, "duration": 120,
           "cluster": {"nodes": n, "nproc_per_node": 1, "start_spread": 0.0, "cpu": cpu},
           "store": {"host": None}, "protocol": {"name": "c10d", "min_nodes": n, "max_nodes": n},
           "shards": {"count": 0}}
-    ev = rdzv_sim.run(sc).events
+    ev = rdzv_sim.run(sc, cpu=factory).events
     return sum(d.get("cas_attempts", 0) for d in details(ev[ev.event == "confirmed"])) + n
 
 

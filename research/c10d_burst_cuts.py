@@ -34,8 +34,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT))
 HEAD = r"^\s*\d+/\d+\s+\[(\d+)\]\s+([\d.]+):\s+sched:"
 SWITCH = re.compile(HEAD + r"sched_switch: prev_comm=.*? prev_pid=(\d+) prev_prio=\d+ "
                     r"prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)", re.M)
@@ -151,8 +149,8 @@ def model_side(n: int, torch_run: dict, seed: int = 1) -> dict:
     """The model on the same N, with the CPU measured in this storm: its cut share of CAS
     bursts after a node's first, and the same two waits, read from an instrumented scheduler."""
     import c10d_contention as C
-    from rdzv_sim.sim import runtime as R
-    from rdzv_sim.sim.fair_cpu import FairCpu
+    from functools import partial
+    from rdzv_sim.models.cpu import FairCpu, shared_cores
     seen = {"bursts": 0, "cut": 0, "woke": [], "cut_wait": []}
     cpu = C.measured_cpu([torch_run])
     attempt = 2 * cpu["base"]                        # decode + encode: what a CAS burst costs
@@ -201,11 +199,7 @@ def model_side(n: int, torch_run: dict, seed: int = 1) -> dict:
                 task.cut = False
             super()._release(core, task)
 
-    R.SimRuntime.fair_cpu = Watched                  # this benchmark's probe, nothing else's
-    try:
-        cas = C.model(n, cpu, seed)
-    finally:
-        R.SimRuntime.fair_cpu = FairCpu
+    cas = C.model(n, cpu, seed, factory=partial(shared_cores, fair=Watched))
     return {"cas_total": cas, "cut_share": round(seen["cut"] / max(seen["bursts"], 1), 3),
             "woken_waits_ms": quantiles(seen["woke"]), "cut_waits_ms": quantiles(seen["cut_wait"])}
 

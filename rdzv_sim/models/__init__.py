@@ -1,0 +1,1 @@
+"""Optional models a simulation can be given (the CPU that one-machine runs share)."""

@@ -1,0 +1,43 @@
+"""`sorted`: the hrw protocol with ranks in name order (or reverse), as a user package would
+define and register it. Nothing in rdzv_sim knows of it: registering it is the whole story.
+
+    RDZV_SIM_PROTOCOLS=userproto.sorted_hrw rdzv-sim run my-sorted.yaml
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+import rdzv_sim
+from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
+from rdzv_sim.testing.invariants import Violation, register_invariant
+
+
+class SortedSettings(HrwSettings):
+    """hrw's settings, plus the order of ranks."""
+    name: Literal["sorted"] = "sorted"
+    order: Literal["name", "reverse"] = Field("name", description="ranks by host name, or reversed")
+
+
+class SortedProtocol(HrwProtocol):
+    name = "sorted"
+
+    def rank_order(self, names: list[str]) -> list[str]:
+        return sorted(names, reverse=self.cfg.order == "reverse")
+
+
+def ranks_follow_names(tables, scenario) -> list[Violation]:
+    """This protocol's own promise: in every round, rank i is the i-th name in its order."""
+    ev = tables["events"]
+    out = []
+    for rnd, g in ev[ev["event"] == "rank_assigned"].groupby("round"):
+        got = list(g.sort_values("rank")["node"])
+        want = sorted(got, reverse=scenario.protocol.order == "reverse")
+        if got != want:
+            out.append(Violation("ranks_follow_names", f"ranks {got}, expected {want}", int(rnd)))
+    return out
+
+
+rdzv_sim.register_protocol("sorted", SortedProtocol, SortedSettings)
+register_invariant("sorted", ranks_follow_names)

@@ -1,0 +1,109 @@
+"""A protocol from outside rdzv_sim is a first-class citizen: scenario, CLI, schema, errors,
+property tests and the real runtime, with no edit inside rdzv_sim."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from rdzv_sim.scenario import ScenarioError, load
+from rdzv_sim.testing import check_run, fault_schedules, scenarios
+
+from userproto import sorted_hrw  # noqa: F401 - registers "sorted"
+
+HERE = Path(__file__).parent
+SCENARIO = """\
+name: sorted-demo
+seed: 3
+duration: 120
+cluster: {nodes: 4, nproc_per_node: 2, start_spread: 0}
+store: {host: null}
+protocol:
+  name: sorted
+  order: reverse
+  min_nodes: 2
+  last_call_timeout: 1
+agent: {collective_timeout: 10, worker_start: 1}
+shards: {count: 64}
+faults:
+  - {kind: crash, node: 1, at: 40}
+"""
+
+
+def cli(*args, cwd):
+    env = {**os.environ, "RDZV_SIM_PROTOCOLS": "userproto.sorted_hrw",
+           "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), str(HERE.parent),
+                                          os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "rdzv_sim", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_yaml_scenario_naming_it_runs_from_the_cli(tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    r = cli("run", "s.yaml", "--out", "out", "--no-report", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    import pandas as pd
+    ev = pd.read_parquet(tmp_path / "out" / "events.parquet")
+    ra = ev[ev.event == "rank_assigned"]
+    first = ra[ra["round"] == 0].sort_values("rank")["node"].tolist()
+    assert first == ["node3", "node2", "node1", "node0"]          # reverse name order
+    last = ra[ra["round"] == ra["round"].max()].sort_values("rank")["node"].tolist()
+    assert last == ["node3", "node2", "node0"]                      # node1 crashed
+
+
+def test_schema_shows_its_settings(tmp_path):
+    r = cli("schema", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    defs = json.loads(r.stdout)["$defs"]
+    assert defs["SortedSettings"]["properties"]["order"]["enum"] == ["name", "reverse"]
+    assert "sorted" in cli("list", cwd=tmp_path).stdout
+
+
+def test_a_bad_setting_is_refused_with_its_yaml_path(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SCENARIO.replace("order: reverse", "order: random"))
+    with pytest.raises(ScenarioError) as e:
+        load(bad)
+    assert e.value.messages == [f"{bad}:8: protocol.order: Input should be 'name' or 'reverse'"]
+    r = cli("run", "bad.yaml", cwd=tmp_path)
+    assert r.returncode == 2 and "protocol.order" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_switching_a_scenario_to_it_keeps_its_settings_apart():
+    sc = load(SCENARIO, ["protocol.name=c10d"])
+    assert "order" not in type(sc.protocol).model_fields and sc.protocol.last_call_timeout == 1
+    with pytest.raises(ScenarioError, match="protocol.order"):
+        load(SCENARIO.replace("name: sorted", "name: hrw"))
+
+
+@settings(max_examples=25)
+@given(scenarios(protocol="sorted", nodes=__import__("hypothesis").strategies.integers(1, 5),
+                 faults=lambda n: fault_schedules(n, kinds=("crash", "restart", "worker_failure"))))
+def test_check_run_property_tests_it(sc):
+    _, report = check_run(sc)
+    assert not report.unexpected
+
+
+def test_its_own_invariant_catches_a_wrong_order():
+    import pandas as pd
+    from userproto.sorted_hrw import ranks_follow_names
+    sc = load(SCENARIO)
+    ev = pd.DataFrame({"event": ["rank_assigned"] * 2, "round": [0, 0], "node": ["node0", "node1"],
+                       "rank": [0, 1]})
+    assert [v.invariant for v in ranks_follow_names({"events": ev}, sc)] == ["ranks_follow_names"]
+
+
+@pytest.mark.real
+def test_it_runs_on_the_real_runtime_with_real_processes():
+    pytest.importorskip("torch")
+    from real_backend.launcher import run_real
+    sc = load(SCENARIO.replace("duration: 120", "duration: 14").replace(
+        "faults:\n  - {kind: crash, node: 1, at: 40}\n", "").replace("nodes: 4", "nodes: 3")
+        .replace("store: {host: null}", "store: {host: null, op_timeout: 4}"))
+    r = run_real(sc)
+    ra = r.events[r.events.event == "rank_assigned"]
+    assert ra.sort_values("rank")["node"].tolist() == ["node2", "node1", "node0"], \
+        r.events[["t", "node", "event"]].to_string()
