@@ -22,7 +22,6 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_hrw.py
-	$(BIN)/python benchmarks/c10d_contention.py
 	$(BIN)/python benchmarks/torchrun_elastic.py
 	$(BIN)/python benchmarks/sim_speed.py --llama
 

@@ -211,11 +211,16 @@ def list_():
 
 
 @app.command()
-def schema(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write to a file instead of stdout.")):
+def schema(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write to a file instead of stdout."),
+           markdown: bool = typer.Option(False, "--markdown", help="The reference as Markdown (docs/scenarios.md).")):
     """The scenario JSON schema (for editors and validators), every registered protocol's
     settings included."""
     from .scenario.schema import model
-    text = json.dumps(model().model_json_schema(), indent=2)
+    if markdown:
+        from .scenario.reference import markdown as reference
+        text = reference().rstrip("\n")
+    else:
+        text = json.dumps(model().model_json_schema(), indent=2)
     if out:
         out.write_text(text + "\n")
     else:

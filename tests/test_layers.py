@@ -64,3 +64,19 @@ def test_the_library_and_its_cli_load_without_torch_or_real_backend():
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_scenario_reference_in_docs_is_current():
+    from rdzv_sim.scenario.reference import markdown
+    assert (ROOT / "docs" / "scenarios.md").read_text() == markdown(builtin_only=True), \
+        "regenerate it: python -m rdzv_sim.scenario.reference > docs/scenarios.md"
+
+
+def test_readme_is_a_door_and_every_link_resolves():
+    import re
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 100
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            assert "://" not in target, f"{page.name} links outside the repository: {target}"
+            assert (page.parent / target).resolve().exists(), f"{page.name}: {target} does not exist"

@@ -5,8 +5,9 @@ request at a time (~35 SimPy events per node per round). Here the job is one sta
 a round's joiners go through `hrw_round` (their store operations as numpy batches on one
 FIFO), its members start workers together, and a failure, a job-level interruption or a
 waiting node makes them all leave and join the next round, as the agents would. The faults,
-the scheduler and the trace tables are the per-operation ones; the cost of a run follows the
-rounds (numpy over N per round), not the store requests.
+the scheduler and the trace tables are the per-operation ones, and so are the agent's decisions
+(`rdzv_sim.protocols.agent`: which reasons use a restart, when an agent is out of them); the
+cost of a run follows the rounds (numpy over N per round), not the store requests.
 
 What it leaves out (see `rdzv_sim.scenario.checks`, which refuses scenarios that need them):
 pauses, partitions, store faults, clock skew; protocols other than `hrw`. A crash while a
@@ -19,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..protocols.agent import out_of_restarts, uses_a_restart
 from ..protocols.base import digest
 from ..sim.node import SimNode
 from ..sim.simulation import Simulation
@@ -171,7 +173,7 @@ class AggregateSimulation(Simulation):
         self.trace.record_many([t] * len(members), members, "round_left", r,
                                ranks=[rank[m] for m in members],
                                details=[f'{{"reason":"{why}"}}'] * len(members))
-        failure = why in ("workers_failed", "peer_failed")
+        failure = uses_a_restart(why)
         lat = np.array([self.lat[m] for m in members])
         # end_round: compare_set(round, r, r+1) by every member, then set(end)
         back = self.fifo.serve(t + lat, self.sizes.key + 4) + lat
@@ -183,7 +185,7 @@ class AggregateSimulation(Simulation):
         for m, tb in zip(members, back.tolist()):
             if failure:
                 self.restarts[m] += 1
-                if self.restarts[m] > sc.agent.max_restarts:
+                if out_of_restarts(self.restarts[m], self.agent_cfg):
                     exited.append(m)
                     continue
             self.joiners[m] = tb

@@ -25,6 +25,16 @@ class AgentConfig:
     max_rendezvous_attempts: int = 20
 
 
+def uses_a_restart(reason: str) -> bool:
+    """Leaving a round for `reason` counts against max_restarts (as in torchrun: failures do,
+    nodes waiting and a round ended by others do not)."""
+    return reason in FAILURES
+
+
+def out_of_restarts(restarts: int, cfg: AgentConfig) -> bool:
+    return restarts > cfg.max_restarts
+
+
 @dataclass(frozen=True)
 class Exit:
     """Why an agent gives up joining: `reason` for agent_exit, and an event to say it first."""
@@ -103,9 +113,9 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
         yield StopWorkers(reason)
         yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
-        if reason in FAILURES:
+        if uses_a_restart(reason):
             restarts += 1
-        why = "agent_failed" if restarts > cfg.max_restarts else reason
+        why = "agent_failed" if out_of_restarts(restarts, cfg) else reason
         for attempt in range(cfg.max_rendezvous_attempts):      # ending a round is idempotent
             try:
                 if why != "round_ended":

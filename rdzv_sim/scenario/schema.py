@@ -216,25 +216,25 @@ RandomFault = Annotated[Union[Annotated[NodeFailures, Tag("node_failures")],
 
 class Scenario(Strict):
     include: list[str] = []                      # YAML files merged underneath (e.g. a calibration)
-    name: str
-    description: str = ""
-    seed: Annotated[int, Field(ge=0)] = 0
-    duration: PositiveFloat
-    cluster: Cluster
-    store: Store = Store()
+    name: str                                    # names the outputs (runs/<name>) and the tables
+    description: str = ""                        # what the scenario shows, for `rdzv-sim list`
+    seed: Annotated[int, Field(ge=0)] = 0        # every random draw flows from it
+    duration: PositiveFloat                      # simulated seconds
+    cluster: Cluster                             # the hosts, their GPUs, topology and CPU
+    store: Store = Store()                       # the rendezvous store
     # the registered protocol's own settings model (a union over the registry: see `model()`)
-    protocol: ProtocolSettings = HrwSettings()
-    agent: Agent = Agent()
-    shards: Shards = Shards()
-    training: Training | None = None
-    scheduler: Scheduler = Scheduler()
+    protocol: ProtocolSettings = HrwSettings()   # the protocol and its own settings
+    agent: Agent = Agent()                       # the elastic agent (torchrun's)
+    shards: Shards = Shards()                    # what placement policies assign to members
+    training: Training | None = None             # the training job, for goodput
+    scheduler: Scheduler = Scheduler()           # Slurm / Kubernetes around the job
     # per_operation: every store request simulated (exact); aggregate: a round's requests as
     # batches on a FIFO queue, the job as one state machine (fast; its error is in
     # reports/sim_speed.md). Aggregate models hrw with crashes, restarts, worker failures.
-    fidelity: Literal["per_operation", "aggregate"] = "per_operation"
-    faults: list[Fault] = []
-    random_faults: list[RandomFault] = []
-    outputs: Outputs = Outputs()
+    fidelity: Literal["per_operation", "aggregate"] = "per_operation"   # docs/fidelities.md
+    faults: list[Fault] = []                     # scheduled faults (kinds below)
+    random_faults: list[RandomFault] = []        # failure processes drawn from the seed
+    outputs: Outputs = Outputs()                 # where and in which formats tables go
 
     def __reduce__(self):
         """Pickled as its data: the validating class is rebuilt from the registry (`model()`)."""
