@@ -4,9 +4,11 @@ with. `c10d` is torch's DynamicRendezvousHandler over the harness's store; `stat
 rank 0's host as torchrun's static backend does. Both write the same trace events as our agent,
 so validation, reports and checkers treat them like any other run.
 
-The loop follows torchrun's `_invoke_run`: rendezvous, start workers (a gloo group here), then
-every monitor interval look at the workers (a failed all-reduce = failed) and at
-`num_nodes_waiting()`; restart on either, using up a restart only for failures.
+The loop is torchrun's `_invoke_run`, the thing being compared (it polls where rdzv_sim's agent
+waits): rendezvous, start workers (a gloo group here), then every monitor interval look at the
+workers (a failed all-reduce = failed) and at `num_nodes_waiting()`; restart on either. Which
+reasons use up a restart, and when an agent is out of them, are the agent's own decisions
+(`rdzv_sim.protocols.agent`).
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import time
 from datetime import timedelta
 
 from rdzv_sim.ops import Emit, StartWorkers
+from rdzv_sim.protocols.agent import out_of_restarts, uses_a_restart
+from rdzv_sim.protocols.configure import agent_config_for
 from rdzv_sim.protocols.base import digest
 
 
@@ -111,8 +115,8 @@ def run_torch_agent(spec: dict, sc, rt) -> str:
                 return exit_("store_lost", repr(e))
         rt.workers.stop()
         emit("round_left", round=rnd, rank=rank, detail={"reason": reason})
-        if reason == "peer_failed":
+        if uses_a_restart(reason):
             restarts += 1
-            if restarts > a.max_restarts:
+            if out_of_restarts(restarts, agent_config_for(sc)):
                 handler.shutdown()
                 return exit_("max_restarts")

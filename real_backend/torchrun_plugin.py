@@ -48,17 +48,21 @@ C10D_ONLY = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_
 HANDLER_KEYS = {"close_timeout", "read_timeout", "is_host", "node_name", "trace_file",
                 "max_attempts", "rank", "local_addr"}
 PROTOCOL_KEYS = set(HrwSettings.model_fields) - {"name", "run_id", "min_nodes", "max_nodes"}
+# torchrun's own default for its own key (torch's RendezvousTimeout: last call 30 s), where the
+# simulator's scenarios default to 1 s
+TORCHRUN_DEFAULTS = {"last_call_timeout": 30.0}
 
 
 def settings_from(params: RendezvousParameters) -> HrwSettings:
-    """--rdzv-conf, --rdzv-id and --nnodes as the hrw protocol's settings model (its defaults,
-    its bounds); torchrun's `close_timeout` stands for `confirm_timeout` when that is not given."""
+    """--rdzv-conf, --rdzv-id and --nnodes as the hrw protocol's settings model (its bounds, its
+    defaults but torchrun's last call); torchrun's `close_timeout` stands for `confirm_timeout`
+    when that is not given."""
     conf = params.config
     unknown = set(conf) - PROTOCOL_KEYS - C10D_ONLY - HANDLER_KEYS
     if unknown:
         raise ValueError(f"--rdzv-conf: unknown key(s) {sorted(unknown)} for the hrw backend; "
                          f"known: {sorted(PROTOCOL_KEYS | HANDLER_KEYS | C10D_ONLY)}")
-    given = {k: conf[k] for k in PROTOCOL_KEYS if conf.get(k) is not None}
+    given = {**TORCHRUN_DEFAULTS, **{k: conf[k] for k in PROTOCOL_KEYS if conf.get(k) is not None}}
     if "confirm_timeout" not in given and conf.get("close_timeout") is not None:
         given["confirm_timeout"] = conf["close_timeout"]
     try:

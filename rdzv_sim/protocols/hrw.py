@@ -27,7 +27,7 @@ from .settings import ProtocolSettings
 class HrwSettings(ProtocolSettings):
     """Settings of the `hrw` protocol (seconds)."""
     name: Literal["hrw"] = "hrw"
-    last_call_timeout: NonNegativeFloat = Field(30.0, description="after min_nodes join, wait this long for more (torchrun: 30)")
+    last_call_timeout: NonNegativeFloat = Field(1.0, description="after min_nodes join, wait this long for more")
     confirm_timeout: PositiveFloat = Field(30.0, description="members must all confirm within this")
     close_grace: NonNegativeFloat = Field(2.0, description="a stand-in closes if the designated closer is silent this long")
     hole_grace: NonNegativeFloat = Field(1.0, description="how long the closer waits for a slot's descriptor")
