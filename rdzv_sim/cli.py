@@ -31,15 +31,32 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def unit(metric: str) -> str:
+    """The unit of a summary column, by its name (docs/simulating.md lists them)."""
+    if metric.endswith("_s") or "latency" in metric or metric == "duration":
+        return "s"
+    if metric.endswith("_bytes"):
+        return "bytes"
+    if metric in ("ettr", "goodput", "running_fraction") or metric.endswith("_util_max"):
+        return "fraction"
+    if metric.startswith("shards_moved"):
+        return "shards"
+    if metric in ("store_ops", "sim_events", "rounds_completed", "failures_injected",
+                  "agents_exited", "requeues", "nodes_excluded", "interruptions", "nodes"):
+        return "count"
+    return ""
+
+
 def print_summary(summary, title: str) -> None:
     t = Table(title=title, show_header=True, header_style="bold")
     t.add_column("metric")
     t.add_column("value", justify="right")
+    t.add_column("unit")
     row = summary.iloc[0]
     for k in summary.columns:
         if k in ("schema_version", "scenario", "seed"):
             continue
-        t.add_row(k, _fmt(row[k].item() if hasattr(row[k], "item") else row[k]))
+        t.add_row(k, _fmt(row[k].item() if hasattr(row[k], "item") else row[k]), unit(k))
     out_console.print(t)
 
 
@@ -53,6 +70,7 @@ def run(
     protocol: List[str] = typer.Option([], "--protocol", "-p",
                                        help="Run with this protocol instead (repeat to compare side by side)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html and report.md."),
+    csv: bool = typer.Option(False, "--csv", help="Also write the tables as CSV (default: Parquet only)."),
 ):
     """Simulate one scenario; write events/rounds/summary tables and print the summary."""
     from .scenario.load import ScenarioError, load
@@ -74,7 +92,8 @@ def run(
         result = run_api(sc)
     target = out or Path(sc.outputs.dir or f"runs/{sc.name}")
     try:
-        written = result.save(target, sc.outputs.formats)
+        formats = list(dict.fromkeys([*sc.outputs.formats, *(["csv"] if csv else [])]))
+        written = result.save(target, formats)
         if report:
             written.append(_report(result, target)["html"])
     except OSError as e:
@@ -92,8 +111,7 @@ COMPARE = ["rounds_completed", "rdzv_latency_p50", "rdzv_latency_p99", "round_la
 
 def _report(result, target):
     from .report import build
-    return build({"events": result.events, "rounds": result.rounds, "summary": result.summary,
-                  "store_load": result.store_load}, result.scenario.model_dump(mode="json"), target)
+    return build(result.tables(), result.scenario.model_dump(mode="json"), target)
 
 
 def _compare(scenario, out, seed, set_, protocols, report=True):
@@ -162,14 +180,18 @@ def sweep(
     target.mkdir(parents=True, exist_ok=True)
     df.to_parquet(target / "sweep.parquet", index=False)
     df.to_csv(target / "sweep.csv", index=False)
-    paths = build_sweep(df, list(g), target, f"{sc.name}: sweep")
+    paths = build_sweep(df, list(g), target, f"{sc.name}: sweep", sc)
     t = Table(title=f"{sc.name}: {len(df)} runs", header_style="bold")
-    cols = [*g, "seed", "rounds_completed", "rdzv_latency_p50", "store_ops", "running_fraction"]
+    cols = [*g, "seed", "rounds_completed", "rdzv_latency_p50", "store_ops", "running_fraction",
+            *(c for c in ("ettr", "goodput") if c in df and df[c].notna().any())]
     for c in cols:
         t.add_column(c, justify="right")
     for row in df[cols].head(40).itertuples(index=False):
         t.add_row(*(_fmt(v) for v in row))
     out_console.print(t)
+    from .report.sweep_report import checkpoint_advice
+    for line in checkpoint_advice(df, list(g), sc):
+        out_console.print(line, highlight=False)
     out_console.print(f"table: {target}/sweep.parquet, report: {paths['html']}", highlight=False)
 
 

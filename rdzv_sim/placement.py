@@ -1,9 +1,11 @@
 """Shard placement after each completed round, and how many shards moved.
 
 Policies: `hrw` (the incremental hrw.Assignment), `modulo` (shard % world, by node rank) and
-`ring` (consistent hashing with virtual nodes). The minimum that had to move when members
-leave or join is ceil(K * max(left / before, joined / after)): the leavers' shards, or the
-newcomers' fair share, whichever is larger.
+`ring` (consistent hashing with virtual nodes). Two yardsticks: `shards_moved_fair_share`,
+ceil(K * max(left / before, joined / after)), what a perfectly balanced placement must move
+(the leavers' share, or the newcomers' fair share); and `shards_moved_needed` (with `hrw`
+among the policies), the keys whose owner left or that HRW gives a newcomer: what any
+placement that keeps HRW's owners must move, and what a minimal one moves exactly.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ class Ring:
         return np.asarray(self.nodes, dtype=object)[self.owner[i]]
 
 
-def minimum_moved(k: int, before: set, after: set) -> int:
+def fair_share_moved(k: int, before: set, after: set) -> int:
     if not before or not after:
         return 0
     left, joined = len(before - after), len(after - before)
@@ -39,9 +41,12 @@ def minimum_moved(k: int, before: set, after: set) -> int:
 
 def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies,
                 vnodes: int = 64, seed: int = 0) -> pd.DataFrame:
-    """Columns shards_moved_<policy> and shards_moved_min for each completed round, in order."""
+    """Columns shards_moved_<policy>, shards_moved_fair_share and (with hrw) shards_moved_needed
+    for each completed round, in order."""
     out = {f"shards_moved_{p}": [] for p in policies}
-    out["shards_moved_min"] = []
+    out["shards_moved_fair_share"] = []
+    if "hrw" in policies:
+        out["shards_moved_needed"] = []
     if count == 0 or rounds.empty:
         return pd.DataFrame({k: pd.Series(v, dtype="int64") for k, v in out.items()}, index=rounds.index)
     if len(rounds) == 1:                 # nothing to move from: no placement to compute
@@ -71,6 +76,14 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
                 now[p] = Ring(sorted(names), vnodes, seed).owners(kh)
             moved = 0 if p not in prev else int((prev[p] != now[p]).sum())
             out[f"shards_moved_{p}"].append(moved)
-        out["shards_moved_min"].append(minimum_moved(count, prev_members or set(), set(names)))
+        out["shards_moved_fair_share"].append(fair_share_moved(count, prev_members or set(), set(names)))
+        if "hrw" in policies:
+            if "hrw" in prev:
+                newcomers = np.array(sorted(set(names) - prev_members), dtype=object)
+                gone = np.array(sorted(prev_members - set(names)), dtype=object)
+                need = np.isin(prev["hrw"], gone) | np.isin(now["hrw"], newcomers)
+                out["shards_moved_needed"].append(int(need.sum()))
+            else:
+                out["shards_moved_needed"].append(0)
         prev, prev_members = now, set(names)
     return pd.DataFrame(out, index=rounds.index)

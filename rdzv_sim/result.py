@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-TABLES = ("events", "rounds", "summary", "store_load")
+TABLES = ("events", "rounds", "summary", "store_load", "interruptions")
+OPTIONAL = ("store_load", "interruptions")
 
 
 @dataclass
@@ -17,8 +18,13 @@ class RunResult:
     summary: pd.DataFrame
     store_load: pd.DataFrame | None = None      # store ops/bytes per time bin
     wall_s: float = 0.0
+    interruptions: pd.DataFrame | None = None   # with a training model: where the time went
 
-    def save(self, out: str | Path, formats=("parquet", "csv")) -> list[Path]:
+    def tables(self) -> dict[str, pd.DataFrame | None]:
+        """Every table by name (what reports, comparisons and checkers read)."""
+        return {name: getattr(self, name) for name in TABLES}
+
+    def save(self, out: str | Path, formats=("parquet",)) -> list[Path]:
         """Write every table (Parquet, CSV) plus the scenario; files appear only when complete."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -50,11 +56,19 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     sc = scenario
     events = events_table(rows, sc.name, sc.seed)
     rounds = rounds_table(events, round_ops)
-    rounds = stamp(rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
-                                            sc.shards.ring_vnodes)), sc.name, sc.seed)
-    summary = summary_table(events, rounds, stats, sc.name, sc.seed)
+    rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
+                                     sc.shards.ring_vnodes))
+    training = None
+    if sc.training is not None:
+        from .training import evaluate
+        training = evaluate(events, rounds, sc)
+        rounds = rounds.join(training.per_round(rounds))
+    rounds = stamp(rounds, sc.name, sc.seed)
+    summary = summary_table(events, rounds, stats, sc.name, sc.seed,
+                            training.summary if training is not None else None)
     store_load = None if load is None else store_load_table(load, load_bin, sc.name, sc.seed)
-    return RunResult(sc, events, rounds, summary, store_load, stats.wall_s)
+    interruptions = None if training is None else stamp(training.interruptions, sc.name, sc.seed)
+    return RunResult(sc, events, rounds, summary, store_load, stats.wall_s, interruptions)
 
 
 def load_tables(directory: str | Path) -> dict[str, pd.DataFrame]:
@@ -67,8 +81,8 @@ def load_tables(directory: str | Path) -> dict[str, pd.DataFrame]:
             out[name] = pd.read_parquet(pq)
         elif csv.exists():
             out[name] = pd.read_csv(csv)
-        elif name == "store_load":
-            out[name] = None                         # optional
+        elif name in OPTIONAL:
+            out[name] = None
         else:
             raise FileNotFoundError(f"{d}: no {name}.parquet or {name}.csv")
     return out

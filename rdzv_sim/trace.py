@@ -267,8 +267,6 @@ class RunStats:
     store_ops: int = 0
     store_bytes: int = 0
     store_background_util_max: float = 0.0
-    checkpoint_interval: float | None = None
-    checkpoint_cost: float = 0.0
 
 
 def _pct(values, q) -> float:
@@ -305,21 +303,18 @@ def training_spans(events: pd.DataFrame, duration: float) -> list[tuple[float, f
     return spans
 
 
-def goodput(spans, duration: float, interval: float, cost: float) -> float:
-    """Useful work / wall time: within each span, only checkpointed work survives the restart
-    that ends it (one checkpoint per `interval` of work, each stalling `cost` seconds)."""
-    saved = sum(math.floor((t1 - t0) / (interval + cost)) * interval for t0, t1 in spans)
-    return saved / duration if duration > 0 else math.nan
-
-
 def running_fraction(events: pd.DataFrame, duration: float) -> float:
     """Share of the run during which a round trained (an upper bound on goodput)."""
     busy = sum(t1 - t0 for t0, t1 in training_spans(events, duration))
     return busy / duration if duration > 0 else math.nan
 
 
+NAN_TRAINING = ("ettr", "goodput", "interruptions", "mtti_s", "mttr_s")
+
+
 def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
-                  scenario: str, seed: int) -> pd.DataFrame:
+                  scenario: str, seed: int, training: dict | None = None) -> pd.DataFrame:
+    """One row of headline metrics; `training`: the training model's (ettr, goodput, ...)."""
     mask = (events["event"] == "rank_assigned").to_numpy()
     lat = pd.to_numeric(pd.Series(parse_details(_rows_of(events["detail"], mask), ("latency",))["latency"]),
                         errors="coerce").dropna().to_numpy()
@@ -341,9 +336,7 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "nodes_excluded": int((events["event"] == "node_excluded").sum()),
         "store_lost": bool((events["event"] == "store_lost").any()),
         "running_fraction": running_fraction(events, stats.duration),
-        "goodput": (goodput(training_spans(events, stats.duration), stats.duration,
-                            stats.checkpoint_interval, stats.checkpoint_cost)
-                    if stats.checkpoint_interval else math.nan),
+        **(training if training is not None else {k: math.nan for k in NAN_TRAINING}),
         "all_rounds_consistent": bool(rounds["consistent"].all()) if len(rounds) else True,
         "sim_events": int(stats.sim_events),
     }

@@ -159,7 +159,6 @@ def validate(scenario, out: str | Path, torch_static: bool = False) -> dict:
     _html(out, sc.name, verdict, table)
     from rdzv_sim.report import build
     for name, res in (("sim", sim), ("real", real)):
-        build({"events": res.events, "rounds": res.rounds, "summary": res.summary,
-               "store_load": res.store_load}, sc.model_dump(mode="json"), out / name)
+        build(res.tables(), sc.model_dump(mode="json"), out / name)
     (out / "verdict.json").write_text(json.dumps(verdict, indent=1) + "\n")
     return verdict

@@ -24,8 +24,7 @@ def main(out: Path, names: list[str] | None = None) -> None:
     for name in names or [n for n in bundled() if n not in SLOW]:
         r = run(name)
         d = out / name
-        build({"events": r.events, "rounds": r.rounds, "summary": r.summary,
-               "store_load": r.store_load}, r.scenario.model_dump(mode="json"), d)
+        build(r.tables(), r.scenario.model_dump(mode="json"), d)
         r.rounds.to_csv(d / "rounds.csv", index=False)
         r.summary.to_csv(d / "summary.csv", index=False)
         print(f"{name}: {d}")

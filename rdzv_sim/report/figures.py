@@ -50,17 +50,34 @@ def intervals(events: pd.DataFrame, end: float):
 
 
 def _count_over_time(spans: dict, end: float):
-    pts = []
-    for lst in spans.values():
-        for s in lst:
-            pts += [(s[0], 1), (s[1], -1)]
-    if not pts:
+    """Step function of how many spans are open; the changes at one instant are summed first,
+    so a span that ends where another starts (or one of zero length) makes no spike."""
+    starts = [s[0] for lst in spans.values() for s in lst]
+    stops = [s[1] for lst in spans.values() for s in lst]
+    if not starts:
         return np.array([0.0, end]), np.array([0, 0])
-    pts.sort()
-    t = np.array([0.0] + [p[0] for p in pts] + [end])
-    c = np.concatenate([[0], np.cumsum([p[1] for p in pts]), [0]])
+    times, inverse = np.unique(np.array(starts + stops, dtype=float), return_inverse=True)
+    delta = np.zeros(len(times), dtype=np.int64)
+    np.add.at(delta, inverse, np.array([1] * len(starts) + [-1] * len(stops)))
+    t = np.concatenate([[0.0], times, [end]])
+    c = np.concatenate([[0], np.cumsum(delta), [0]])
     c[-1] = c[-2]
     return t, c
+
+
+def training_curve(rounds: pd.DataFrame, duration: float, points: int = 400):
+    """(t, cumulative goodput, cumulative ettr) from the rounds table's training columns: each
+    round's share credited evenly over the time it trained, so both end at the summary's."""
+    t = np.linspace(0.0, duration, points)
+    g, e = np.zeros_like(t), np.zeros_like(t)
+    if "train_s" in rounds:
+        done = rounds[rounds["train_end"] > rounds["train_start"]]
+        for t0, t1, ettr, good in zip(done["train_start"], done["train_end"], done["ettr"], done["goodput"]):
+            frac = np.clip((t - t0) / (t1 - t0), 0.0, 1.0)
+            e += frac * ettr * duration
+            g += frac * good * duration
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return t, np.where(t > 0, g / t, 0.0), np.where(t > 0, e / t, 0.0)
 
 
 def _faults(events: pd.DataFrame) -> pd.DataFrame:
@@ -137,38 +154,74 @@ def store_load(load: pd.DataFrame | None, duration: float) -> bytes:
 
 
 def shards(rounds: pd.DataFrame) -> bytes:
-    cols = [c for c in rounds.columns if c.startswith("shards_moved_") and c != "shards_moved_min"]
+    marks = ("shards_moved_fair_share", "shards_moved_needed")
+    cols = [c for c in rounds.columns if c.startswith("shards_moved_") and c not in marks]
     fig, ax = plt.subplots(figsize=(10, 3))
     if len(rounds) and cols:
         x = np.arange(len(rounds))
         w = 0.8 / len(cols)
         for i, c in enumerate(cols):
             ax.bar(x + i * w, rounds[c], width=w, label=c.removeprefix("shards_moved_"))
-        ax.hlines(rounds["shards_moved_min"], x - 0.5 * w, x + 0.8 - 0.5 * w, color="black",
-                  lw=2, label="minimum")
+        ax.hlines(rounds["shards_moved_fair_share"], x - 0.5 * w, x + 0.8 - 0.5 * w, color="black",
+                  lw=2, label="balanced share")
+        if "shards_moved_needed" in rounds:
+            ax.hlines(rounds["shards_moved_needed"], x - 0.5 * w, x + 0.8 - 0.5 * w, color="tab:red",
+                      lw=1.5, ls="--", label="needed (owner left or a newcomer's)")
         ax.set_xticks(x + 0.4 - 0.5 * w, [str(r) for r in rounds["round"]], fontsize=7)
         ax.legend(fontsize=8)
     ax.set_xlabel("round")
     ax.set_ylabel("shards moved")
-    ax.set_title("Shards moved per round, by placement policy, against the minimum")
+    ax.set_title("Shards moved per round, by placement policy")
     return _png(fig)
 
 
-def goodput(events: pd.DataFrame, duration: float, nodes: int) -> bytes:
-    _, run = intervals(events, duration)
-    t, c = _count_over_time(run, duration)
+def goodput(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes: int) -> bytes:
+    """With a training model: cumulative goodput and ETTR (they end at the summary's values);
+    always: the share of hosts whose round trains (a hung collective trains nothing)."""
     fig, ax = plt.subplots(figsize=(10, 3))
-    frac = c / max(1, nodes)
-    ax.step(t, frac, where="post", color="tab:green", label="share of hosts training")
-    dt = np.diff(t)
-    cum = np.concatenate([[0], np.cumsum(frac[:-1] * dt)]) / np.maximum(t, 1e-9)
-    ax.plot(t, cum, color="black", lw=1, label="cumulative (goodput bound)")
+    if "train_s" in rounds:
+        share = {"r": [(a, b) for a, b, h in zip(rounds["train_start"], rounds["train_end"],
+                                                 rounds["hosts_used"]) if b > a for _ in range(int(h))]}
+        t, c = _count_over_time(share, duration)
+        ax.step(t, c / max(1, nodes), where="post", color="tab:green", label="share of hosts training")
+        tc, g, e = training_curve(rounds, duration)
+        ax.plot(tc, g, color="black", lw=1.2, label=f"goodput (cumulative): {g[-1]:.3f}")
+        ax.plot(tc, e, color="tab:blue", lw=1, ls="--", label=f"ettr (cumulative): {e[-1]:.3f}")
+        ax.set_title("Training: goodput (capacity-weighted) and ETTR")
+    else:
+        from ..training.spans import round_spans
+        sp = round_spans(events, duration)
+        share = {"r": [(a, b) for a, b, h in zip(sp["t0"], sp["t1"], sp["hosts"]) for _ in range(int(h))]}
+        t, c = _count_over_time(share, duration)
+        frac = c / max(1, nodes)
+        ax.step(t, frac, where="post", color="tab:green", label="share of hosts training")
+        ax.set_title("Training time: hosts whose round trains (no training model in the scenario)")
     ax.set_ylim(0, 1.05)
     ax.set_xlim(0, duration)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("fraction")
-    ax.set_title("Training time: hosts whose workers run (an upper bound on goodput)")
     ax.legend(fontsize=8, loc="lower right")
+    return _png(fig)
+
+
+def interruptions(table: pd.DataFrame | None) -> bytes:
+    """Where the lost time went, per interruption, stacked."""
+    fig, ax = plt.subplots(figsize=(10, 3))
+    parts = ["detection_s", "rendezvous_s", "worker_start_s", "checkpoint_load_s", "recompute_s",
+             "running_smaller_s"]
+    if table is not None and len(table):
+        x = np.arange(len(table))
+        bottom = np.zeros(len(table))
+        for p in parts:
+            v = table[p].to_numpy(dtype=float)
+            ax.bar(x, v, bottom=bottom, label=p.removesuffix("_s").replace("_", " "), width=0.8)
+            bottom += v
+        ax.set_xlabel("interruption (in time order)")
+        ax.legend(fontsize=7, ncol=3)
+    else:
+        ax.text(0.5, 0.5, "no interruptions (or no training model)", ha="center", transform=ax.transAxes)
+    ax.set_ylabel("seconds lost")
+    ax.set_title("Where the time went, per interruption")
     return _png(fig)
 
 
@@ -177,7 +230,8 @@ FIGURES = {
     "latency": "Rendezvous latency distribution",
     "store_load": "Store operations over time",
     "shards": "Shards moved per round",
-    "goodput": "Training time (goodput bound)",
+    "goodput": "Goodput and ETTR over time",
+    "interruptions": "Where the time went, per interruption",
 }
 
 
@@ -188,7 +242,8 @@ def all_figures(tables: dict, duration: float, nodes: int) -> dict[str, bytes]:
         "latency": latency(ev),
         "store_load": store_load(tables.get("store_load"), duration),
         "shards": shards(rounds),
-        "goodput": goodput(ev, duration, nodes),
+        "goodput": goodput(ev, rounds, duration, nodes),
+        "interruptions": interruptions(tables.get("interruptions")),
     }
 
 
@@ -210,7 +265,7 @@ def overlay(runs: dict[str, pd.DataFrame], duration: float) -> bytes:
 
 
 SWEEP_METRICS = ["rdzv_latency_p50", "rdzv_latency_p99", "round_latency_p50", "store_ops",
-                 "store_bytes", "running_fraction"]
+                 "store_bytes", "running_fraction", "ettr", "goodput"]
 
 
 def sweep_metric(df: pd.DataFrame, keys: list[str], metric: str) -> bytes:
@@ -222,14 +277,15 @@ def sweep_metric(df: pd.DataFrame, keys: list[str], metric: str) -> bytes:
     for label, g in groups:
         agg = g.groupby(x, sort=False)[metric].agg(["mean", "min", "max"])
         try:
-            order = sorted(agg.index, key=float)
+            order, numeric = sorted(agg.index, key=float), True
         except ValueError:
-            order = list(agg.index)
+            order, numeric = list(agg.index), False
         agg = agg.loc[order]
         xs = [str(v) for v in agg.index]
         name = ", ".join(f"{k}={v}" for k, v in zip(keys[1:], label if isinstance(label, tuple) else (label,)))
+        # categories (protocol names, ...) are points, not a line through them
         ax.errorbar(xs, agg["mean"], yerr=[agg["mean"] - agg["min"], agg["max"] - agg["mean"]],
-                    marker="o", capsize=3, label=name or metric)
+                    marker="o", capsize=3, ls="-" if numeric else "none", label=name or metric)
     ax.set_xlabel(x)
     ax.set_ylabel(metric)
     ax.set_title(f"{metric} against {x} (mean, range over seeds)")

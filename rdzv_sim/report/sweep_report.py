@@ -11,7 +11,36 @@ from .document import CSS
 from .figures import SWEEP_METRICS, sweep_metric
 
 
-def build_sweep(df: pd.DataFrame, keys: list[str], out: str | Path, title: str) -> dict[str, Path]:
+def system_mtbf(sc) -> float | None:
+    """The job's mean time between failures from its random faults (None: none given)."""
+    rate = 0.0
+    for rf in sc.random_faults:
+        if rf.kind == "node_failures":
+            rate += len(rf.nodes if rf.nodes is not None else range(sc.hosts)) / rf.mtbf
+        else:
+            rate += rf.count / (rf.per or sc.duration)
+    return 1.0 / rate if rate > 0 else None
+
+
+def checkpoint_advice(df: pd.DataFrame, keys: list[str], sc) -> list[str]:
+    """With `training.checkpoint_interval` in the grid: the interval with the best mean goodput,
+    beside Young's sqrt(2 C M) and Daly's sqrt(2 C M) - C (C: checkpoint cost, M: the job's MTBF)."""
+    key = "training.checkpoint_interval"
+    if key not in keys or "goodput" not in df or not df["goodput"].notna().any():
+        return []
+    by = df.groupby(key)["goodput"].mean()
+    best = by.idxmax()
+    out = [f"best {key}: {best} (mean goodput {by.max():.4f} over {df['seed'].nunique()} seeds)"]
+    m = system_mtbf(sc)
+    if m is not None and sc.training is not None:
+        c = sc.training.checkpoint_cost
+        young = (2 * c * m) ** 0.5
+        out.append(f"theory (C = {c:g} s, job MTBF M = {m:,.0f} s): Young {young:,.0f} s, "
+                   f"Daly {young - c:,.0f} s")
+    return out
+
+
+def build_sweep(df: pd.DataFrame, keys: list[str], out: str | Path, title: str, sc=None) -> dict[str, Path]:
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     metrics = [m for m in SWEEP_METRICS if m in df.columns and df[m].notna().any()]
@@ -25,10 +54,13 @@ def build_sweep(df: pd.DataFrame, keys: list[str], out: str | Path, title: str) 
     for m, png in figs.items():
         h.append(f"<figure id='fig-sweep-{m}'><img alt='{m}' src='data:image/png;base64,"
                  f"{base64.b64encode(png).decode()}'><figcaption>{m}</figcaption></figure>")
+    advice = checkpoint_advice(df, keys, sc) if sc is not None else []
+    h += [f"<p><b>{html.escape(a)}</b></p>" for a in advice]
     h.append(df[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}"))
     h.append("</body></html>")
     (out / "sweep.html").write_text("\n".join(h))
     m = [f"# {title}", "", f"{len(df)} runs: grid over {', '.join(keys)}.", ""]
+    m += [f"**{a}**" for a in advice] + ([""] if advice else [])
     m += [f"![{x}](figures/sweep_{x}.png)" for x in figs] + [""]
     m += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in df[cols].itertuples(index=False):

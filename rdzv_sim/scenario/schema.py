@@ -80,9 +80,18 @@ class Shards(Strict):
 
 
 class Training(Strict):
-    """The training job, for goodput: work since the last checkpoint is lost at every restart."""
+    """The training job, for ETTR and goodput (docs/training.md)."""
     checkpoint_interval: PositiveFloat = 1800.0   # seconds of training between checkpoints
     checkpoint_cost: NonNegativeFloat = 60.0      # seconds each checkpoint stalls training
+    checkpoint: Literal["sync", "async", "in_memory"] = "sync"   # how checkpoints are taken
+    persist_time: NonNegativeFloat = 0.0          # async, in_memory: seconds the background write takes
+    persist_every: PositiveInt = 1                # in_memory: every k-th snapshot is also written
+    load_time: NonNegativeFloat = 0.0             # seconds to load the written checkpoint on a restart
+    peer_load_time: NonNegativeFloat = 0.0        # in_memory: seconds to load a peer's copy
+    # relative throughput against hosts: linear, or a table {hosts: throughput}
+    scaling: Literal["linear"] | dict[PositiveInt, PositiveFloat] = "linear"
+    model_parallel_nodes: PositiveInt = 1         # hosts per model replica (TP x PP): sizes are multiples
+    valid_sizes: list[PositiveInt] | None = None  # the only sizes the job can run at (None: any)
 
 
 class Scheduler(Strict):
@@ -100,7 +109,7 @@ class Scheduler(Strict):
 
 class Outputs(Strict):
     dir: str | None = None                      # default: runs/<name>
-    formats: list[Literal["parquet", "csv"]] = ["parquet", "csv"]
+    formats: list[Literal["parquet", "csv"]] = ["parquet"]   # add csv for CSV copies (`--csv`)
 
 
 # --- faults ----------------------------------------------------------------------------

@@ -252,6 +252,4 @@ class Simulation:
         return RunStats(duration=end, protocol=self.sc.protocol.name, nodes=self.sc.cluster.nodes,
                         sim_events=self._events[0], wall_s=time.perf_counter() - t0,
                         store_ops=self.runtime.total_ops, store_bytes=self.runtime.total_bytes,
-                        store_background_util_max=self.store.max_utilization,
-                        checkpoint_interval=self.sc.training.checkpoint_interval if self.sc.training else None,
-                        checkpoint_cost=self.sc.training.checkpoint_cost if self.sc.training else 0.0)
+                        store_background_util_max=self.store.max_utilization)

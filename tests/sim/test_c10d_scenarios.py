@@ -116,4 +116,4 @@ def test_side_by_side_cli(tmp_path):
     table = pd.read_csv(tmp_path / "compare.csv")
     assert table.protocol.tolist() == ["c10d", "hrw"]
     assert table.store_bytes.iloc[0] > table.store_bytes.iloc[1]
-    assert (tmp_path / "c10d" / "events.parquet").exists() and (tmp_path / "hrw" / "rounds.csv").exists()
+    assert (tmp_path / "c10d" / "events.parquet").exists() and (tmp_path / "hrw" / "rounds.parquet").exists()

@@ -52,8 +52,13 @@ def test_cli_run_writes_tables_and_prints_summary(tmp_path):
     for t in ("events", "rounds", "summary"):
         df = pd.read_parquet(tmp_path / f"{t}.parquet")
         assert (df["seed"] == 5).all()
-        assert (tmp_path / f"{t}.csv").exists()
+        assert not (tmp_path / f"{t}.csv").exists()          # Parquet only, unless asked
     assert pd.read_parquet(tmp_path / "summary.parquet")["duration"].iloc[0] == 300
+    r = cli("run", "quickstart", "--out", str(tmp_path / "csv"), "--set", "duration=300", "--csv",
+            "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert len(pd.read_csv(tmp_path / "csv" / "events.csv")) == \
+        len(pd.read_parquet(tmp_path / "csv" / "events.parquet")) > 0
 
 
 def test_cli_list_and_schema():

@@ -1,0 +1,7 @@
+"""The training job around the rendezvous: how much work survives, at what capacity, and
+where every lost second went. Reads the trace tables only, so real traces get it too."""
+from .account import TrainingResult, evaluate
+from .spans import round_spans
+from .work import SpanWork, span_work
+
+__all__ = ["TrainingResult", "evaluate", "round_spans", "SpanWork", "span_work"]

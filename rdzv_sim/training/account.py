@@ -1,0 +1,144 @@
+"""Goodput and ETTR of a run, per round and per interruption, from its trace tables.
+
+- `ettr` (effective training time ratio): seconds of training whose work survived / wall.
+- `goodput`: that work weighted by the job's throughput at the size it ran (relative to the
+  full job's: `training.scaling`), over wall: 2 of 8 hosts for the whole run is about a quarter.
+
+A round trains on the largest size its parallelism allows (`model_parallel_nodes`,
+`valid_sizes`); the other hosts idle, and that capacity is lost. The formulas: docs/training.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .spans import round_spans
+from .work import span_work
+
+LOST = ("startup", "detection", "rendezvous", "worker_start", "checkpoint_load",
+        "checkpoint_stall", "recompute", "running_smaller")
+INTERRUPTION_COLUMNS = ["t", "round", "cause", "end", "hosts_before", "hosts_after",
+                        "detection_s", "rendezvous_s", "worker_start_s", "checkpoint_load_s",
+                        "recompute_s", "running_smaller_s", "restart_from"]
+
+
+@dataclass
+class TrainingResult:
+    spans: pd.DataFrame                   # one row per round that trained, with its work
+    interruptions: pd.DataFrame           # one row per time training stopped before the end
+    summary: dict = field(default_factory=dict)
+    duration: float = 1.0
+
+    def per_round(self, rounds: pd.DataFrame) -> pd.DataFrame:
+        """Columns for the rounds table: when each round trained, on how many hosts, and its
+        share of the run's ETTR and goodput (rounds that never trained: zeros)."""
+        by = self.spans.set_index("round")
+        d = self.duration
+        cols = {"train_start": by["t0"], "train_end": by["t1"], "hosts_used": by["hosts_used"],
+                "train_s": by["saved_s"], "ettr": by["saved_s"] / d,
+                "goodput": by["saved_s"] * by["throughput"] / d}
+        out = pd.DataFrame({k: rounds["round"].map(v) for k, v in cols.items()}, index=rounds.index)
+        return out.fillna({"hosts_used": 0, "train_s": 0.0, "ettr": 0.0, "goodput": 0.0}).astype(
+            {"hosts_used": "int64"})
+
+
+def hosts_used(w: int, training) -> int:
+    """The largest size <= w the job's parallelism allows (0: not even one replica)."""
+    mp, valid = training.model_parallel_nodes, training.valid_sizes
+    for v in range(w, 0, -1):
+        if v % mp == 0 and (valid is None or v in valid):
+            return v
+    return 0
+
+
+def throughput(v: int, full: int, training) -> float:
+    """The job's throughput at v hosts, relative to the full job's."""
+    if v <= 0 or full <= 0:
+        return 0.0
+    if training.scaling == "linear":
+        return v / full
+    sizes = sorted(training.scaling)
+    rel = [training.scaling[s] for s in sizes]
+    return float(np.interp(v, sizes, rel) / np.interp(full, sizes, rel))
+
+
+def _peer_ok(members: tuple, crashed: tuple) -> bool:
+    """Each host's in-memory copy lives on the next host in rank order: the copies survive
+    unless a crashed host's successor crashed too."""
+    if not crashed:
+        return True
+    n, pos = len(members), {m: i for i, m in enumerate(members)}
+    lost = {pos[c] for c in crashed if c in pos}
+    return n > 1 and not any((i + 1) % n in lost for i in lost)
+
+
+def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc) -> TrainingResult:
+    tr, duration = sc.training, sc.duration
+    spans = round_spans(events, duration)
+    full = hosts_used(sc.max_nodes, tr)
+    requeues = events.loc[events["event"] == "job_requeued", "t"].to_numpy()
+    done = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
+    left = events[events["event"] == "round_left"]
+    rows, from_peer = [], False
+    for i, s in enumerate(spans.itertuples(index=False)):
+        final = s.end == "run_end"
+        nxt_t0 = float(spans["t0"].iloc[i + 1]) if i + 1 < len(spans) else duration
+        requeued = bool(((requeues >= s.t1) & (requeues < nxt_t0)).any())
+        peer_ok = (tr.checkpoint == "in_memory" and not requeued and _peer_ok(s.members, s.crashed))
+        w = span_work(s.t1 - s.t0, tr, first=i == 0, final=final, from_peer=from_peer, peer_ok=peer_ok)
+        used = hosts_used(s.hosts, tr)
+        rows.append({"round": s.round, "t0": s.t0, "t1": s.t1, "hosts": s.hosts, "hosts_used": used,
+                     "throughput": throughput(used, full, tr),
+                     "end": s.end, "reason": s.reason, "load_s": w.load, "stall_s": w.stalls,
+                     "progress_s": w.progress, "saved_s": w.saved if used else 0.0,
+                     "lost_s": w.lost if used else w.progress, "restart_from":
+                     "start" if i == 0 else ("peer" if from_peer else "checkpoint")})
+        from_peer = peer_ok and not final
+    table = pd.DataFrame(rows, columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput",
+                                        "end", "reason", "load_s", "stall_s", "progress_s",
+                                        "saved_s", "lost_s", "restart_from"])
+    interruptions = []
+    for i, s in enumerate(table.itertuples(index=False)):
+        if s.end == "run_end":
+            continue
+        nxt = table.iloc[i + 1] if i + 1 < len(table) else None
+        resume = float(nxt["t0"]) if nxt is not None else duration
+        gap = resume - s.t1
+        mine = left[(left["round"] == s.round) & (left["t"] >= s.t1)]
+        detection = min(gap, float(mine["t"].min()) - s.t1) if len(mine) else gap
+        ranked = float(done.get(int(nxt["round"]), resume)) if nxt is not None else resume
+        rendezvous = min(gap - detection, max(0.0, ranked - s.t1 - detection))
+        interruptions.append({
+            "t": s.t1, "round": s.round, "cause": s.reason or s.end, "end": s.end,
+            "hosts_before": s.hosts_used, "hosts_after": int(nxt["hosts_used"]) if nxt is not None else 0,
+            "detection_s": detection, "rendezvous_s": rendezvous,
+            "worker_start_s": gap - detection - rendezvous,
+            "checkpoint_load_s": float(nxt["load_s"]) if nxt is not None else 0.0,
+            "recompute_s": s.lost_s,
+            "running_smaller_s": (float(nxt["saved_s"]) * (1 - float(nxt["throughput"]))
+                                  if nxt is not None else 0.0),
+            "restart_from": str(nxt["restart_from"]) if nxt is not None else ""})
+    inter = pd.DataFrame(interruptions, columns=INTERRUPTION_COLUMNS)
+    saved = float(table["saved_s"].sum())
+    useful = float((table["saved_s"] * table["throughput"]).sum())
+    lost = {
+        "startup": float(table["t0"].iloc[0]) if len(table) else duration,
+        "detection": float(inter["detection_s"].sum()),
+        "rendezvous": float(inter["rendezvous_s"].sum()),
+        "worker_start": float(inter["worker_start_s"].sum()),
+        "checkpoint_load": float(table["load_s"].sum()),
+        "checkpoint_stall": float(table["stall_s"].sum()),
+        "recompute": float(table["lost_s"].sum()),
+        "running_smaller": saved - useful,
+    }
+    failures = inter[~inter["cause"].isin(["nodes_waiting", "round_ended"])]
+    summary = {"ettr": saved / duration, "goodput": useful / duration,
+               "interruptions": int(len(failures)),
+               "mtti_s": duration / len(failures) if len(failures) else float("nan"),
+               "mttr_s": float((failures["detection_s"] + failures["rendezvous_s"]
+                                + failures["worker_start_s"] + failures["checkpoint_load_s"]).mean())
+               if len(failures) else float("nan")}
+    summary.update({f"lost_{k}_s": v for k, v in lost.items()})
+    return TrainingResult(table, inter, summary, duration)

@@ -1,0 +1,55 @@
+"""When each round trained, with whom, and what ended it: read from the events table."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+# events that end a member's training: it left the round, crashed, paused or its agent exited
+STOPS = ("round_left", "fault_crash", "agent_exit", "fault_pause")
+COLUMNS = ["round", "t0", "t1", "hosts", "members", "end", "reason", "crashed"]
+
+
+def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
+    """One row per round that trained: from its last member's workers starting (`t0`) to its
+    first member leaving, crashing, pausing or exiting (`t1`: a hung collective trains
+    nothing), its members in rank order, what ended it (`end`: the stop event, or `run_end`;
+    `reason`: round_left's reason or the crash's cause) and the members that crashed at `t1`.
+
+    One as-of join of (member, round start) against each node's next stop event, so the cost
+    follows the number of events, not rounds x events."""
+    ev = events
+    started = ev.loc[ev["event"] == "workers_started", ["t", "node", "round", "rank"]]
+    if started.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    t0 = started.groupby("round")["t"].transform("max")
+    pairs = pd.DataFrame({"node": started["node"].to_numpy(), "round": started["round"].to_numpy(),
+                          "rank": started["rank"].to_numpy(), "t0": t0.to_numpy()})
+    pairs = pairs.sort_values("t0", kind="stable")
+    stops = ev.loc[ev["event"].isin(STOPS), ["t", "node", "event", "detail"]]
+    stops = stops.rename(columns={"t": "stop", "event": "stop_event"})
+    stops = stops.assign(key=stops["stop"]).sort_values("stop", kind="stable")
+    m = pd.merge_asof(pairs, stops, left_on="t0", right_on="key", by="node", direction="forward",
+                      allow_exact_matches=True)
+    rows = []
+    for rnd, g in m.groupby("round", sort=True):
+        t0_ = float(g["t0"].max())
+        g = g.sort_values("rank", kind="stable")
+        finite = g.dropna(subset=["stop"])
+        if finite.empty or float(finite["stop"].min()) >= duration:
+            t1, end, reason, crashed = duration, "run_end", "", ()
+        else:
+            t1 = float(finite["stop"].min())
+            first = finite[finite["stop"] == t1]
+            crashed = tuple(first.loc[first["stop_event"] == "fault_crash", "node"])
+            # a crash names the cause; else the first stop's own reason
+            pick = first[first["stop_event"] == "fault_crash"] if crashed else first
+            end = str(pick["stop_event"].iloc[0])
+            det = pick["detail"].iloc[0]
+            d = json.loads(det) if isinstance(det, str) and det else {}
+            reason = str(d.get("cause", d.get("reason", "")))
+        if t1 <= t0_:
+            continue
+        rows.append({"round": int(rnd), "t0": t0_, "t1": t1, "hosts": len(g),
+                     "members": tuple(g["node"]), "end": end, "reason": reason, "crashed": crashed})
+    return pd.DataFrame(rows, columns=COLUMNS)
