@@ -162,8 +162,9 @@ def shards(rounds: pd.DataFrame) -> bytes:
         w = 0.8 / len(cols)
         for i, c in enumerate(cols):
             ax.bar(x + i * w, rounds[c], width=w, label=c.removeprefix("shards_moved_"))
-        ax.hlines(rounds["shards_moved_fair_share"], x - 0.5 * w, x + 0.8 - 0.5 * w, color="black",
-                  lw=2, label="balanced share")
+        if "shards_moved_fair_share" in rounds:
+            ax.hlines(rounds["shards_moved_fair_share"], x - 0.5 * w, x + 0.8 - 0.5 * w,
+                      color="black", lw=2, label="balanced share")
         if "shards_moved_needed" in rounds:
             ax.hlines(rounds["shards_moved_needed"], x - 0.5 * w, x + 0.8 - 0.5 * w, color="tab:red",
                       lw=1.5, ls="--", label="needed (owner left or a newcomer's)")

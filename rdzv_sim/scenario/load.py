@@ -70,11 +70,15 @@ def _set(data: dict, dotted: str, raw: str) -> None:
         else:
             if not isinstance(cur, dict):
                 raise ScenarioError([f"--set {dotted}: {format_path(keys[:i])} is not a mapping"])
-            cur = cur.setdefault(k, {})
+            if cur.get(k) is None:                   # a section left out (or null): make it
+                cur[k] = {}
+            cur = cur[k]
     last = keys[-1]
     if isinstance(cur, list):
         if not isinstance(last, int) or last >= len(cur):
             raise ScenarioError([f"--set {dotted}: {format_path(keys)} does not exist"])
+    elif not isinstance(cur, dict):
+        raise ScenarioError([f"--set {dotted}: {format_path(keys[:-1])} is not a mapping"])
     cur[last] = value
 
 

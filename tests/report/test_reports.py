@@ -73,7 +73,7 @@ def _synthetic(n: int, rounds: int = 6):
             rows.append((t + 80, name, "round_left", r, None, None, ""))
     ev = events_table(rows, "synthetic", 0)
     rd = rounds_table(ev)
-    for c in ("hrw", "modulo", "ring", "min"):
+    for c in ("hrw", "modulo", "ring", "fair_share"):
         rd[f"shards_moved_{c}"] = np.arange(len(rd)) * 10
     summ = summary_table(ev, rd, RunStats(duration=1000.0, protocol="hrw", nodes=n), "synthetic", 0)
     return {"events": ev, "rounds": rd, "summary": summ, "store_load": None}

@@ -1,6 +1,8 @@
 """Goodput counts capacity, ETTR counts time: cases with values computed here, independently."""
 import math
 
+import numpy as np
+
 import pytest
 
 import rdzv_sim
@@ -101,3 +103,21 @@ def test_the_lost_time_adds_up_to_the_wall():
                                            "checkpoint_load", "checkpoint_stall", "recompute",
                                            "running_smaller"))
     assert s.goodput * s.duration + parts == pytest.approx(s.duration, rel=1e-9)
+
+
+def test_shards_moved_needed_is_what_leavers_and_newcomers_force():
+    """Computed here from HRW owners: the keys whose owner left, or that a newcomer wins."""
+    from hrw import Placement
+    r = rdzv_sim.run("quickstart")
+    rd = r.rounds
+    k = 4096
+    for i in range(1, len(rd)):
+        before = rd.members.iloc[i - 1].split(",")
+        after = rd.members.iloc[i].split(",")
+        old = np.asarray(Placement(before, seed=0).owners(range(k)), dtype=object)
+        new = np.asarray(Placement(after, seed=0).owners(range(k)), dtype=object)
+        gone, fresh = set(before) - set(after), set(after) - set(before)
+        need = sum(1 for a, b in zip(old, new) if a in gone or b in fresh)
+        assert rd.shards_moved_needed.iloc[i] == need
+        assert rd.shards_moved_hrw.iloc[i] == need                    # HRW moves no more
+    assert (rd.shards_moved_fair_share.iloc[1:] > 0).all()
