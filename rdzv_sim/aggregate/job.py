@@ -71,7 +71,7 @@ class AggregateSimulation(Simulation):
         self.exited.discard(node.name)
         self._drop(node.name)
 
-    def crash(self, node: SimNode, cause: str) -> None:
+    def crash(self, node: SimNode, cause: str, detection: float | None = None) -> None:
         if not node.alive:
             return
         self.trace.record(self.env.now, node.name, "fault_crash", self.round_of(node.name),
@@ -82,7 +82,7 @@ class AggregateSimulation(Simulation):
         was_member = node.name in self.member_set
         self._drop(node.name)
         if was_member:
-            self._leave(max(self.env.now + self.notice_delay(cause), self.t_ws), "peer_failed")
+            self._leave(max(self.env.now + self.notice_delay(cause, detection), self.t_ws), "peer_failed")
 
     def fail_workers(self, node: SimNode) -> None:
         if node.alive and node.name in self.member_set:

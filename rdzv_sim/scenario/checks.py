@@ -41,6 +41,9 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
                             f"aggregate (it models {', '.join(AGGREGATE_FAULTS)}); use "
                             "fidelity: per_operation"))
     for i, rf in enumerate(sc.random_faults):
+        if getattr(rf, "detection", None) is not None and rf.scope == "job":
+            out.append((("random_faults", i, "detection"), "a job-scope interruption fails every "
+                        "worker at once: detection applies to node and rack scope"))
         if getattr(rf, "requeue", False):
             if rf.scope != "job":
                 out.append((("random_faults", i, "requeue"), "only a job-scope interruption requeues the job"))

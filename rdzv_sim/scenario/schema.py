@@ -212,6 +212,9 @@ class Interruptions(Strict):
     # job scope only: the job is killed and requeued by the scheduler (scheduler.requeue_delay)
     # instead of its workers failing in place (a planned restart, a bad software push)
     requeue: bool = False
+    # node and rack scope: seconds until the peers' collectives fail (a watchdog, fast failure
+    # detection); None: agent.collective_timeout, as when a host vanishes
+    detection: PositiveFloat | None = None
 
 
 def _random_kind(v) -> str:

@@ -129,7 +129,7 @@ def interruptions(sim, spec, rng: np.random.Generator):
         else:
             hosts = [sim.node_at(int(rng.integers(len(sim.hosts))))]
         for node in hosts:
-            sim.crash(node, spec.cause)
+            sim.crash(node, spec.cause, spec.detection)
         if spec.repair is not None:
             env.process(_repair(sim, hosts, spec.repair, spec.cause))
 

@@ -170,7 +170,7 @@ class Simulation:
             node.process.interrupt("stop")
         node.running_round = None
 
-    def crash(self, node: SimNode, cause: str) -> None:
+    def crash(self, node: SimNode, cause: str, detection: float | None = None) -> None:
         if not node.alive:
             return
         self.trace.record(self.env.now, node.name, "fault_crash", node.running_round,
@@ -180,14 +180,17 @@ class Simulation:
         self.runtime.node_died(node)
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")
-        self.runtime.peers_notice(node.running_round, {node.name}, self.notice_delay(cause))
+        self.runtime.peers_notice(node.running_round, {node.name}, self.notice_delay(cause, detection))
         node.running_round = None
         if node.name == self.store.host:
             self.crash_store("store_host_crash")
 
-    def notice_delay(self, cause: str) -> float:
+    def notice_delay(self, cause: str, detection: float | None = None) -> float:
         """How long a crashed member's peers take to fail: a killed process's connections are
-        reset at once; a vanished host's are not (its peers' collectives time out)."""
+        reset at once; a vanished host's are not (its peers' collectives time out); a fault
+        that says how fast it is detected (`detection`) is detected that fast."""
+        if detection is not None:
+            return detection
         fast = self.sc.agent.peer_crash_detection if cause == "crash" else None
         return self.runtime.cfg.collective_timeout if fast is None else fast
 

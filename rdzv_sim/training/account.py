@@ -80,7 +80,8 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc) -> TrainingResult:
     full = hosts_used(sc.max_nodes, tr)
     requeues = events.loc[events["event"] == "job_requeued", "t"].to_numpy()
     done = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
-    left = events[events["event"] == "round_left"]
+    # a round's members leave after its training stopped (t1 is their first stop)
+    first_left = events.loc[events["event"] == "round_left"].groupby("round")["t"].min().to_dict()
     rows, from_peer = [], False
     for i, s in enumerate(spans.itertuples(index=False)):
         final = s.end == "run_end"
@@ -106,8 +107,8 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc) -> TrainingResult:
         nxt = table.iloc[i + 1] if i + 1 < len(table) else None
         resume = float(nxt["t0"]) if nxt is not None else duration
         gap = resume - s.t1
-        mine = left[(left["round"] == s.round) & (left["t"] >= s.t1)]
-        detection = min(gap, float(mine["t"].min()) - s.t1) if len(mine) else gap
+        out_at = first_left.get(s.round)
+        detection = min(gap, max(0.0, out_at - s.t1)) if out_at is not None else gap
         ranked = float(done.get(int(nxt["round"]), resume)) if nxt is not None else resume
         rendezvous = min(gap - detection, max(0.0, ranked - s.t1 - detection))
         interruptions.append({

@@ -50,3 +50,25 @@ def test_sweep_cli_writes_table_and_report(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "rdzv_sim", "sweep", "quickstart", "--grid",
                           "cluster.nodes=zero"], capture_output=True, text=True)
     assert bad.returncode == 2 and "cluster.nodes" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_checkpoint_sweep_marks_the_best_interval_beside_young_and_daly():
+    from rdzv_sim.report.sweep_report import checkpoint_advice
+    from rdzv_sim.scenario.load import load
+    from rdzv_sim.sweep import sweep as run_sweep
+    sc = load({"name": "ckpt", "seed": 1, "duration": 40 * 3600.0,
+               "cluster": {"nodes": 4, "nproc_per_node": 1, "start_spread": 0},
+               "store": {"host": None},
+               "protocol": {"name": "hrw", "min_nodes": 4, "max_nodes": 4, "join_timeout": 1e9},
+               "agent": {"max_restarts": 10**6, "max_rendezvous_attempts": 10**6,
+                         "collective_timeout": 10, "worker_start": 10},
+               "shards": {"count": 0},
+               "training": {"checkpoint_interval": 600, "checkpoint_cost": 30},
+               "random_faults": [{"mtbf": 4 * 3600.0, "repair": 30}]})
+    grid = {"training.checkpoint_interval": ["60", "465", "3600"]}
+    df = run_sweep(sc, grid, seeds=2, workers=2)
+    assert df.groupby("training.checkpoint_interval").goodput.mean().idxmax() == "465"
+    lines = checkpoint_advice(df, list(grid), sc)
+    young = (2 * 30 * 3600.0) ** 0.5                     # job MTBF: 4 hosts x 1/(4 h) -> 1 h
+    assert lines[0].startswith("best training.checkpoint_interval: 465")
+    assert f"Young {young:,.0f} s" in lines[1] and f"Daly {young - 30:,.0f} s" in lines[1]
