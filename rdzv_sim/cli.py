@@ -71,17 +71,33 @@ def run(
                                        help="Run with this protocol instead (repeat to compare side by side)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html and report.md."),
     csv: bool = typer.Option(False, "--csv", help="Also write the tables as CSV (default: Parquet only)."),
+    trust_includes: bool = typer.Option(False, "--trust-includes",
+                                        help="Let `include:` name files outside the scenario's folder."),
 ):
-    """Simulate one scenario; write events/rounds/summary tables and print the summary."""
+    """Simulate one scenario; write events/rounds/summary tables and print the summary.
+    The output folder appears when the run is done, whole; an interrupted run writes nothing."""
     from .scenario.load import ScenarioError, load
     if len(protocol) > 1:
-        return _compare(scenario, out, seed, set_, protocol, report)
+        return _compare(scenario, out, seed, set_, protocol, report, trust_includes)
     try:
-        sc = load(scenario, [*set_, *(f"protocol.name={p}" for p in protocol)], seed)
+        sc = load(scenario, [*set_, *(f"protocol.name={p}" for p in protocol)], seed,
+                  trust_includes=trust_includes)
     except ScenarioError as e:
         _fail(e.messages)
+    try:
+        _run(sc, out, progress, report, csv)
+    except KeyboardInterrupt:
+        _fail(["interrupted: nothing was written"], 130)
+
+
+def _run(sc, out, progress: bool, report: bool, csv: bool) -> None:
     from .api import run as run_api
+    from .outputs import OutputError, atomic_folder, replaceable
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    target = out or Path(sc.outputs.dir or f"runs/{sc.name}")
+    if not replaceable(target):                 # say so before the run, not after it
+        _fail([f"{target} exists and is not a run's folder (no scenario.yaml): choose another "
+               "--out, or remove it"])
     if progress and sys.stderr.isatty():
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                       TextColumn("{task.completed:,.0f}/{task.total:,.0f} simulated s"),
@@ -90,12 +106,15 @@ def run(
             result = run_api(sc, progress=lambda t: bar.update(task, completed=t))
     else:
         result = run_api(sc)
-    target = out or Path(sc.outputs.dir or f"runs/{sc.name}")
     try:
         formats = list(dict.fromkeys([*sc.outputs.formats, *(["csv"] if csv else [])]))
-        written = result.save(target, formats)
-        if report:
-            written.append(_report(result, target)["html"])
+        with atomic_folder(target) as tmp:
+            written = result.save(tmp, formats)
+            if report:
+                written.append(_report(result, tmp)["html"])
+        written = [target / p.name for p in written]
+    except OutputError as e:
+        _fail([str(e)])
     except OSError as e:
         _fail([f"cannot write to {target}: {e}"], 1)
     out_console.print(f"[bold]{sc.name}[/] seed {sc.seed}, protocol {sc.protocol.name}: "
@@ -114,27 +133,33 @@ def _report(result, target):
     return build(result.tables(), result.scenario.model_dump(mode="json"), target)
 
 
-def _compare(scenario, out, seed, set_, protocols, report=True):
+def _compare(scenario, out, seed, set_, protocols, report=True, trust_includes=False):
     """The same scenario under several protocols, one table (written as compare.csv)."""
     import pandas as pd
     from .api import run as run_api
+    from .outputs import OutputError, atomic_folder
     from .scenario.load import ScenarioError, load
     scs = {}
     for p in protocols:
         try:
-            scs[p] = load(scenario, [*set_, f"protocol.name={p}"], seed)
+            scs[p] = load(scenario, [*set_, f"protocol.name={p}"], seed, trust_includes=trust_includes)
         except ScenarioError as e:
             _fail([f"with --protocol {p}: {m}" for m in e.messages])
     rows = []
     base = out or Path(f"runs/{next(iter(scs.values())).name}")
-    for p, sc in scs.items():
-        result = run_api(sc)
-        result.save(base / p, sc.outputs.formats)
-        if report:
-            _report(result, base / p)
-        rows.append(result.summary.iloc[0])
-    table = pd.DataFrame(rows)
-    table.to_csv(base / "compare.csv", index=False)
+    try:
+        with atomic_folder(base) as tmp:
+            for p, sc in scs.items():
+                result = run_api(sc)
+                result.save(tmp / p, sc.outputs.formats)
+                if report:
+                    _report(result, tmp / p)
+                rows.append(result.summary.iloc[0])
+            table = pd.DataFrame(rows)
+            table.to_csv(tmp / "compare.csv", index=False)
+            (tmp / "scenario.yaml").write_text((tmp / protocols[0] / "scenario.yaml").read_text())
+    except OutputError as e:
+        _fail([str(e)])
     t = Table(title=f"{next(iter(scs.values())).name}: side by side", header_style="bold")
     t.add_column("metric")
     for p in protocols:

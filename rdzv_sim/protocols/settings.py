@@ -10,7 +10,7 @@ class ProtocolSettings(BaseModel):
     """The `protocol:` section of a scenario. Subclass it with the fields your protocol reads;
     `name` is set to the registered name (a `Literal`) by `register_protocol`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     fixed_world: ClassVar[bool] = False      # True: every node, always (min = max = nodes)
 
     name: str

@@ -82,14 +82,23 @@ def _set(data: dict, dotted: str, raw: str) -> None:
     cur[last] = value
 
 
-def load(source, overrides: list[str] | tuple = (), seed: int | None = None) -> Scenario:
-    """A validated Scenario from a bundled name, a YAML path, YAML text or a dict."""
+MAX_BYTES = 1 << 20            # a scenario file (or an included one) is at most 1 MiB
+
+
+def load(source, overrides: list[str] | tuple = (), seed: int | None = None, *,
+         trust_includes: bool = False) -> Scenario:
+    """A validated Scenario from a bundled name, a YAML path, YAML text or a dict.
+
+    `include:` in a file or in YAML text names files below the scenario's folder (text: the
+    working directory); a dict is built by the calling program, so its includes are its own
+    choice, as they are with `trust_includes`."""
     root = None
     label = "<scenario>"
     if isinstance(source, Scenario):
         data = source.model_dump(mode="json")
     elif isinstance(source, dict):
         data = copy.deepcopy(source)
+        trust_includes = True
     else:
         text, label = _read(source)
         try:
@@ -101,7 +110,7 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None) -> 
             raise ScenarioError([f"{where}: not valid YAML: {getattr(e, 'problem', e)}"]) from None
         if not isinstance(data, dict):
             raise ScenarioError([f"{label}: a scenario is a YAML mapping (name:, duration:, cluster:, ...)"])
-    data = _with_includes(data, label)
+    data = _with_includes(data, label, trust_includes)
     switched = False
     for item in overrides:
         if "=" not in item:
@@ -151,23 +160,40 @@ def _merge(base: dict, top: dict) -> dict:
     return out
 
 
-def _with_includes(data: dict, label: str) -> dict:
-    """Merge the files named by `include:` underneath the scenario (the scenario wins)."""
+def _with_includes(data: dict, label: str, trusted: bool = False) -> dict:
+    """Merge the files named by `include:` underneath the scenario (the scenario wins). An
+    include is read only from below the including file's folder (unless `trusted`), and its
+    content is never echoed: a shared scenario must not make rdzv-sim read and print any file."""
+    from .schema import Scenario
     inc = data.get("include") or []
     if isinstance(inc, str):
         inc = [inc]
-    if not isinstance(inc, list):
+    if not isinstance(inc, list) or not all(isinstance(x, str) for x in inc):
         raise ScenarioError([f"{label}: include: a file name or a list of them"])
-    here = Path(label).parent if Path(label).exists() else Path(".")
+    is_file = label not in ("<scenario>",) and not label.endswith("(bundled)") and Path(label).exists()
+    here = (Path(label).parent if is_file else Path(".")).resolve()
     merged: dict = {}
     for i, name in enumerate(inc):
         path = Path(name) if Path(name).is_absolute() else here / name
+        where = f"{label}: include[{i}]: {name}"
+        if not trusted:
+            if Path(name).is_absolute():
+                raise ScenarioError([f"{where}: an absolute path is refused; name a file beside "
+                                     "the scenario (or pass --trust-includes)"])
+            if not path.resolve().is_relative_to(here):
+                raise ScenarioError([f"{where}: outside the scenario's folder {here}; refused "
+                                     "(pass --trust-includes to allow it)"])
         try:
+            if path.stat().st_size > MAX_BYTES:
+                raise ScenarioError([f"{where}: larger than {MAX_BYTES // 1024} KiB"])
             part = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as e:
-            raise ScenarioError([f"{label}: include[{i}]: cannot read {path}: {e}"]) from None
-        if not isinstance(part, dict):
-            raise ScenarioError([f"{label}: include[{i}]: {path} is not a YAML mapping"])
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError([f"{where}: cannot read it ({type(e).__name__})"]) from None
+        except yaml.YAMLError:
+            raise ScenarioError([f"{where}: not valid YAML"]) from None
+        if not isinstance(part, dict) or not set(map(str, part)) <= set(Scenario.model_fields):
+            raise ScenarioError([f"{where}: not a scenario fragment (a YAML mapping of "
+                                 "scenario sections)"])
         merged = _merge(merged, part)
     out = _merge(merged, {k: v for k, v in data.items() if k != "include"})
     out["include"] = []                      # merged now: a reload must not merge again
@@ -178,7 +204,8 @@ def _message(label, root, loc, msg) -> str:
     # pydantic puts the union tag in the location (faults.0.crash.at): drop it
     path = [p for i, p in enumerate(loc)
             if not (i > 0 and isinstance(loc[i - 1], int) and isinstance(p, str)
-                    and loc[0] == "faults" and p in _FAULT_KINDS)
+                    and ((loc[0] == "faults" and p in _FAULT_KINDS)
+                         or (loc[0] == "random_faults" and p in ("node_failures", "interruptions"))))
             and not (i == 1 and loc[0] == "protocol" and isinstance(p, str) and p in _protocols())]
     line = _line_of(root, path) if root is not None else None
     where = f"{label}:{line}" if line else label
@@ -196,7 +223,11 @@ _FAULT_KINDS = {"crash", "restart", "slow_join", "pause", "partition", "latency"
 
 def _read(source) -> tuple[str, str]:
     s = str(source)
+    if "\n" not in s and len(s) > 4096:
+        raise ScenarioError(["the scenario given is neither a bundled name, a file path nor YAML text"])
     if "\n" in s:
+        if len(s) > MAX_BYTES:
+            raise ScenarioError([f"<scenario>: larger than {MAX_BYTES // 1024} KiB"])
         return s, "<scenario>"
     named = bundled()
     if s in named:
@@ -206,6 +237,8 @@ def _read(source) -> tuple[str, str]:
         raise ScenarioError([f"{s}: no such file, and no bundled scenario of that name "
                              f"(bundled: {', '.join(named)})"])
     try:
+        if p.is_file() and p.stat().st_size > MAX_BYTES:
+            raise ScenarioError([f"{s}: larger than {MAX_BYTES // 1024} KiB, the most a scenario may be"])
         return p.read_text(), str(p)
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError([f"{s}: cannot read: {e}"]) from None

@@ -10,14 +10,24 @@ from ..protocols.hrw import HrwSettings
 from ..protocols.settings import ProtocolSettings
 
 
+# Bounds on what can make a run explode; the reasons are in docs/scenarios.md's preamble.
+MAX_NODES = 100_000             # hosts: 10^4 simulate in minutes; 10^5 is what memory holds
+MAX_PROCS = 1024                # workers per host
+MAX_SHARDS = 10_000_000         # shards placed after every round (an array of this many keys)
+MAX_DURATION = 3.2e8            # ten years of simulated time
+MAX_FAULTS = 10_000             # scheduled faults (each one is an event or two)
+MAX_EVENTS = 1_000_000          # expected random interruptions over a run
+MAX_TEXT = 10_000               # characters of a name or description
+
+
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Topology(Strict):
     kind: Literal["flat", "racks"] = "flat"
-    racks: PositiveInt = 1
-    spines: PositiveInt = 2
+    racks: Annotated[int, Field(ge=1, le=MAX_NODES)] = 1
+    spines: Annotated[int, Field(ge=1, le=1024)] = 2
     link_latency: NonNegativeFloat = 25e-6      # host <-> switch, one way, seconds
     spine_latency: NonNegativeFloat = 50e-6     # rack switch <-> spine
     jitter: NonNegativeFloat = 0.2              # each message: latency * (1 + jitter * U[0,1))
@@ -43,9 +53,9 @@ class Cpu(Strict):
 
 
 class Cluster(Strict):
-    nodes: PositiveInt
-    nproc_per_node: PositiveInt = 8
-    start_nodes: PositiveInt | None = None      # how many start at t=0 (default: all)
+    nodes: Annotated[int, Field(ge=1, le=MAX_NODES)]   # hosts (at most 100,000)
+    nproc_per_node: Annotated[int, Field(ge=1, le=MAX_PROCS)] = 8
+    start_nodes: Annotated[int, Field(ge=1, le=MAX_NODES)] | None = None   # how many start at t=0 (default: all)
     start_spread: NonNegativeFloat = 0.5        # starts spread uniformly over this many seconds
     topology: Topology = Topology()
     cpu: Cpu = Cpu()
@@ -74,9 +84,9 @@ class Agent(Strict):
 
 
 class Shards(Strict):
-    count: Annotated[int, Field(ge=0)] = 1024
+    count: Annotated[int, Field(ge=0, le=MAX_SHARDS)] = 1024
     policies: list[Literal["hrw", "modulo", "ring"]] = ["hrw", "modulo", "ring"]
-    ring_vnodes: PositiveInt = 64
+    ring_vnodes: Annotated[int, Field(ge=1, le=4096)] = 64
 
 
 class Training(Strict):
@@ -99,7 +109,7 @@ class Scheduler(Strict):
     that died, draining hosts that keep failing."""
     # extra hosts started with the job beyond max_nodes: their agents wait, warm, and a failed
     # member's place goes to one of them at the next round (torchrun's --nnodes=MIN:MAX + spares)
-    hot_spares: Annotated[int, Field(ge=0)] = 0
+    hot_spares: Annotated[int, Field(ge=0, le=MAX_NODES)] = 0
     # when the job is dead (no agent left, or a job-level interruption that requeues), the
     # scheduler starts every host's agent again after this long; None: the job stays dead
     requeue_delay: NonNegativeFloat | None = None
@@ -205,7 +215,7 @@ class Interruptions(Strict):
     workers fail at once, as a software bug or an NCCL watchdog does)."""
     kind: Literal["interruptions"] = "interruptions"
     cause: str
-    count: NonNegativeFloat
+    count: Annotated[float, Field(ge=0, le=MAX_EVENTS)]
     per: PositiveFloat | None = None             # seconds the count is for (default: the run)
     scope: Literal["node", "rack", "job"] = "node"
     repair: PositiveFloat | None = 600.0
@@ -228,10 +238,10 @@ RandomFault = Annotated[Union[Annotated[NodeFailures, Tag("node_failures")],
 
 class Scenario(Strict):
     include: list[str] = []                      # YAML files merged underneath (e.g. a calibration)
-    name: str                                    # names the outputs (runs/<name>) and the tables
-    description: str = ""                        # what the scenario shows, for `rdzv-sim list`
+    name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]  # names the outputs (runs/<name>) and the tables
+    description: Annotated[str, Field(max_length=MAX_TEXT)] = ""   # what the scenario shows, for `rdzv-sim list`
     seed: Annotated[int, Field(ge=0)] = 0        # every random draw flows from it
-    duration: PositiveFloat                      # simulated seconds
+    duration: Annotated[float, Field(gt=0, le=MAX_DURATION)]   # simulated seconds (at most ten years)
     cluster: Cluster                             # the hosts, their GPUs, topology and CPU
     store: Store = Store()                       # the rendezvous store
     # the registered protocol's own settings model (a union over the registry: see `model()`)
@@ -244,8 +254,8 @@ class Scenario(Strict):
     # batches on a FIFO queue, the job as one state machine (fast; its error is in
     # reports/sim_speed.md). Aggregate models hrw with crashes, restarts, worker failures.
     fidelity: Literal["per_operation", "aggregate"] = "per_operation"   # docs/fidelities.md
-    faults: list[Fault] = []                     # scheduled faults (kinds below)
-    random_faults: list[RandomFault] = []        # failure processes drawn from the seed
+    faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = []   # scheduled faults (kinds below)
+    random_faults: Annotated[list[RandomFault], Field(max_length=100)] = []   # failure processes drawn from the seed
     outputs: Outputs = Outputs()                 # where and in which formats tables go
 
     def __reduce__(self):
