@@ -73,6 +73,7 @@ def run(
     csv: bool = typer.Option(False, "--csv", help="Also write the tables as CSV (default: Parquet only)."),
     trust_includes: bool = typer.Option(False, "--trust-includes",
                                         help="Let `include:` name files outside the scenario's folder."),
+    long: bool = typer.Option(False, "--long", help="Run even when the estimate says it takes long."),
 ):
     """Simulate one scenario; write events/rounds/summary tables and print the summary.
     The output folder appears when the run is done, whole; an interrupted run writes nothing."""
@@ -84,6 +85,10 @@ def run(
                   trust_includes=trust_includes)
     except ScenarioError as e:
         _fail(e.messages)
+    from .estimate import LIMIT_S, estimate
+    cost = estimate(sc)
+    if cost.seconds > LIMIT_S and not long:
+        _fail([cost.message()])
     try:
         _run(sc, out, progress, report, csv)
     except KeyboardInterrupt:

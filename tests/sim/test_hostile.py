@@ -74,3 +74,21 @@ def test_a_folder_that_is_not_a_run_is_never_replaced(tmp_path):
         with atomic_folder(tmp_path):
             pass
     assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_a_run_that_would_take_long_says_so_and_what_would_be_fast(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "rdzv_sim", "run", "quickstart", "--set", "cluster.nodes=10000",
+                        "--set", "protocol.name=c10d", "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "minutes" in r.stderr and "--long" in r.stderr, r.stderr
+    assert "fidelity aggregate" in r.stderr and not (tmp_path / "out").exists()
+
+
+def test_the_estimate_follows_the_rounds_a_scenario_implies():
+    from rdzv_sim.estimate import estimate, rounds
+    from rdzv_sim.scenario import load
+    sc = load("llama3-54d")
+    assert 400 < rounds(sc) < 1000                          # ~466 interruptions, most repaired
+    e = estimate(sc)
+    assert e.seconds > 300 and "fidelity=aggregate" in e.faster
+    assert estimate(load("llama3-54d", ["fidelity=aggregate"])).seconds < 0.2 * e.seconds

@@ -1,0 +1,59 @@
+"""What a run will cost before it starts: rounds from the scenario's faults, seconds from the
+cost of one round per fidelity and protocol (measured on one core of a 2-core VM:
+reports/sim_speed.md). An estimate, within a factor of about two; it is there so that no one
+waits a silent hour, not to promise a time."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LIMIT_S = 600.0                 # longer than this needs --long on the command line
+
+# seconds of simulation per round of n nodes (reports/sim_speed.md)
+PER_ROUND = {
+    ("per_operation", "hrw"): lambda n: 3.8e-4 * n,
+    ("per_operation", "static"): lambda n: 2.5e-4 * n,
+    ("per_operation", "c10d"): lambda n: 1.05e-5 * n * n,     # its compare-and-set storm
+    ("aggregate", "hrw"): lambda n: 3e-5 * n,                # llama3-54d: ~35 s for ~760 rounds
+}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    rounds: float
+    seconds: float
+    fidelity: str
+    faster: str = ""            # what would make it fast, when something would
+
+    def message(self) -> str:
+        m = (f"this run would take about {self.seconds / 60:,.0f} minutes here "
+             f"(~{self.rounds:,.0f} rounds at fidelity {self.fidelity})")
+        return m + (f"; {self.faster}" if self.faster else "") + "; pass --long to run it anyway"
+
+
+def rounds(sc) -> float:
+    """Rounds the run is expected to form: the first, two per scheduled fault (the failure and
+    the recovery), two per expected random failure (its crash and its repair)."""
+    r = 1.0 + 2.0 * len(sc.faults)
+    for rf in sc.random_faults:
+        if rf.kind == "node_failures":
+            hosts = len(rf.nodes) if rf.nodes is not None else sc.hosts
+            r += 2.0 * hosts * sc.duration / rf.mtbf
+        else:
+            count = rf.count * sc.duration / (rf.per or sc.duration)
+            r += count * (2.0 if rf.scope != "job" and rf.repair is not None else 1.0)
+    return r
+
+
+def estimate(sc) -> Estimate:
+    name, n = sc.protocol.name, sc.hosts
+    cost = PER_ROUND.get((sc.fidelity, name))
+    if cost is None:                     # a protocol of the user's: priced as hrw
+        cost = PER_ROUND[(sc.fidelity, "hrw")] if sc.fidelity == "aggregate" else PER_ROUND[("per_operation", "hrw")]
+    k = rounds(sc)
+    faster = ""
+    if sc.fidelity == "per_operation" and name == "hrw":
+        faster = f"--set fidelity=aggregate would take about {k * PER_ROUND[('aggregate', 'hrw')](n):,.0f} s"
+    elif name == "c10d":
+        faster = ("c10d's cost grows with the square of the nodes: fewer nodes, or hrw at "
+                  f"fidelity aggregate (about {k * PER_ROUND[('aggregate', 'hrw')](n):,.0f} s)")
+    return Estimate(k, k * cost(n), sc.fidelity, faster)
