@@ -1,0 +1,143 @@
+"""Every invariant checker of rdzv_sim.testing against hand-built trace tables: one that
+satisfies it, and one per way it can be violated, each reporting exactly what is wrong."""
+import json
+
+import pandas as pd
+import pytest
+
+from hrw import Placement
+from rdzv_sim.testing import invariants as I
+
+
+class Trace:
+    """Events in the order they are added (the row order is the event order)."""
+
+    def __init__(self):
+        self.rows = []
+
+    def add(self, t, node, event, rnd=None, rank=None, world=None, **detail):
+        self.rows.append({"t": float(t), "node": node, "event": event, "round": rnd, "rank": rank,
+                          "world_size": world, "detail": json.dumps(detail) if detail else ""})
+        return self
+
+    def rank(self, t, node, rnd, rank, nnodes, nproc=1, first=None, digest="d", world=None):
+        return self.add(t, node, "rank_assigned", rnd, rank, world if world is not None else nnodes * nproc,
+                        nnodes=nnodes, first_rank=rank * nproc if first is None else first,
+                        digest=digest, latency=0.1, master="n0")
+
+    def round(self, rnd, names, t=1.0, **kw):
+        for i, n in enumerate(names):
+            self.add(t - 0.1, n, "confirmed", rnd, i)
+        for i, n in enumerate(names):
+            self.rank(t, n, rnd, i, len(names), **kw)
+        return self
+
+    @property
+    def df(self):
+        return pd.DataFrame(self.rows)
+
+
+def kinds(violations):
+    return [(v.invariant, v.round, v.node) for v in violations]
+
+
+# --- ranks_are_a_permutation -------------------------------------------------------------
+def test_permutation_holds_for_a_proper_round():
+    assert I.ranks_are_a_permutation(Trace().round(0, ["a", "b", "c"], nproc=2).df) == []
+
+
+@pytest.mark.parametrize("ranks, why", [([0, 0, 2], "duplicate"), ([0, 1, 3], "rank >= n"),
+                                        ([-1, 0, 1], "negative")])
+def test_permutation_catches_bad_node_ranks(ranks, why):
+    tr = Trace()
+    for n, r in zip("abc", ranks):
+        tr.rank(1, n, 0, r, 3, first=max(r, 0) * 10 if why != "duplicate" else None)
+    v = I.ranks_are_a_permutation(tr.df)
+    assert [x.invariant for x in v][:1] == ["ranks_are_a_permutation"] and v[0].round == 0
+    assert "node ranks" in v[0].message
+
+
+def test_permutation_catches_a_node_assigned_twice():
+    tr = Trace().rank(1, "a", 0, 0, 2).rank(1, "a", 0, 1, 2)
+    assert [x.message for x in I.ranks_are_a_permutation(tr.df)] == ["a node was assigned twice"]
+
+
+def test_permutation_catches_worker_ranks_that_do_not_tile():
+    tr = Trace().rank(1, "a", 0, 0, 2, nproc=2, first=0).rank(1, "b", 0, 1, 2, nproc=2, first=0)
+    assert ["worker rank starts" in x.message for x in I.ranks_are_a_permutation(tr.df)] == [True]
+    tr = Trace().rank(1, "a", 0, 0, 2, nproc=2, first=0).rank(1, "b", 0, 1, 2, nproc=2, first=4)
+    assert kinds(I.ranks_are_a_permutation(tr.df)) == [("ranks_are_a_permutation", 0, None)]
+
+
+def test_permutation_catches_no_global_rank_zero():
+    tr = Trace().rank(1, "a", 0, 0, 2, nproc=2, first=1).rank(1, "b", 0, 1, 2, nproc=2, first=3)
+    assert [x.message for x in I.ranks_are_a_permutation(tr.df)] == ["no worker has global rank 0"]
+
+
+# --- members_agree ------------------------------------------------------------------------
+def test_members_agree_holds_and_catches_each_disagreement():
+    assert I.members_agree(Trace().round(0, ["a", "b"]).add(0.9, "a", "round_closed", 0).df) == []
+    tr = Trace().rank(1, "a", 0, 0, 2, digest="x").rank(1, "b", 0, 1, 2, digest="y")
+    assert [v.message for v in I.members_agree(tr.df)] == ["members disagree on the membership"]
+    tr = Trace().rank(1, "a", 0, 0, 2).rank(1, "b", 0, 1, 2, world=4)
+    assert [v.message for v in I.members_agree(tr.df)] == ["members disagree on the world size"]
+    tr = Trace().round(0, ["a", "b"]).add(0.9, "a", "round_closed", 0).add(0.95, "b", "round_closed", 0)
+    assert [v.message for v in I.members_agree(tr.df)] == ["closed 2 times"]
+
+
+# --- size_within_bounds -------------------------------------------------------------------
+@pytest.mark.parametrize("n, lo, hi, bad", [(2, 2, 4, False), (4, 2, 4, False), (1, 2, 4, True),
+                                            (5, 2, 4, True)])
+def test_size_is_checked_at_both_boundaries(n, lo, hi, bad):
+    tr = Trace().round(0, [f"n{i}" for i in range(n)])
+    assert bool(I.size_within_bounds(tr.df, lo, hi)) == bad
+
+
+# --- rounds_increase ----------------------------------------------------------------------
+def test_rounds_increase_per_node():
+    ok = Trace().rank(1, "a", 0, 0, 1).rank(2, "a", 1, 0, 1).df
+    assert I.rounds_increase(ok) == []
+    same = Trace().rank(1, "a", 3, 0, 1).rank(2, "a", 3, 0, 1).rank(3, "b", 1, 0, 1).df
+    assert kinds(I.rounds_increase(same)) == [("rounds_increase", None, "a")]
+    back = Trace().rank(1, "a", 3, 0, 1).rank(2, "a", 2, 0, 1).df
+    assert [v.message for v in I.rounds_increase(back)] == ["rounds went 3 -> 2"]
+
+
+# --- members_were_alive -------------------------------------------------------------------
+def test_a_crashed_node_may_not_confirm_but_a_restarted_one_may():
+    dead = Trace().add(0, "a", "node_start").add(1, "a", "fault_crash").add(2, "a", "confirmed", 0)
+    assert kinds(I.members_were_alive(dead.df)) == [("members_were_alive", 0, "a")]
+    back = Trace().add(0, "a", "node_start").add(1, "a", "fault_crash").add(1.5, "a", "node_start") \
+        .add(2, "a", "confirmed", 0)
+    assert I.members_were_alive(back.df) == []
+    after = Trace().add(0, "a", "node_start").add(1, "a", "confirmed", 0).add(2, "a", "fault_crash")
+    assert I.members_were_alive(after.df) == []
+
+
+# --- every_member_accounted ---------------------------------------------------------------
+def test_a_member_without_a_rank_must_have_crashed():
+    tr = Trace().add(0.5, "a", "confirmed", 0).add(0.5, "b", "confirmed", 0).rank(1, "a", 0, 0, 2)
+    assert kinds(I.every_member_accounted(tr.df)) == [("every_member_accounted", 0, None)]
+    tr.add(0.8, "b", "fault_crash")
+    crashed_later = Trace().add(0.5, "a", "confirmed", 0).add(0.5, "b", "confirmed", 0) \
+        .add(0.7, "b", "fault_crash").rank(1, "a", 0, 0, 2)
+    assert I.every_member_accounted(crashed_later.df) == []
+
+
+# --- the hrw protocol's own ---------------------------------------------------------------
+def test_ranks_follow_hrw():
+    names = ["a", "b", "c", "d"]
+    order = Placement(names, seed=0).rank_order("job")
+    good = Trace()
+    for r, n in enumerate(order):
+        good.rank(1, n, 0, r, 4)
+    assert I.ranks_follow_hrw(good.df, "job") == []
+    bad = Trace()
+    for r, n in enumerate(sorted(names) if sorted(names) != order else sorted(names, reverse=True)):
+        bad.rank(1, n, 0, r, 4)
+    assert kinds(I.ranks_follow_hrw(bad.df, "job")) == [("ranks_follow_hrw", 0, None)]
+
+
+def test_hrw_moves_are_minimal_on_placements_it_did_not_make():
+    ok = pd.DataFrame({"round": [0, 1], "members": ["a,b,c", "a,b"]})
+    assert I.hrw_moves_are_minimal(ok) == []
