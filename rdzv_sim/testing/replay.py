@@ -8,7 +8,11 @@ import yaml
 
 
 def to_yaml(scenario) -> str:
-    return yaml.safe_dump(scenario.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+    """The scenario as YAML, defaults left out but the protocol's name kept (each protocol's
+    settings model defaults `name` to itself, so a plain dump would drop it)."""
+    data = scenario.model_dump(mode="json", exclude_defaults=True)
+    data["protocol"] = {"name": scenario.protocol.name, **data.get("protocol", {})}
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def save_failure(scenario, folder: str | Path = ".hypothesis/rdzv-failures") -> Path:

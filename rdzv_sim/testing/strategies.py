@@ -11,6 +11,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from ..scenario.load import load
+from ..scenario.schema import MAX_DURATION
 from .invariants import liveness_bound, quiet_time
 
 FAULT_KINDS = ("crash", "restart", "pause", "partition", "worker_failure", "slow_join",
@@ -119,6 +120,6 @@ def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
         "shards": {"count": 256, "policies": ["hrw"]},
         "faults": draw(faults if faults is not None else fault_schedules(n, horizon)),
     }
-    sc = load(data | {"duration": 1e9})
+    sc = load(data | {"duration": MAX_DURATION})          # long enough to compute the bound
     data["duration"] = float(int(quiet_time(sc) + liveness_bound(sc) + 10))
     return load(data)

@@ -107,3 +107,15 @@ def test_it_runs_on_the_real_runtime_with_real_processes():
     ra = r.events[r.events.event == "rank_assigned"]
     assert ra.sort_values("rank")["node"].tolist() == ["node2", "node1", "node0"], \
         r.events[["t", "node", "event"]].to_string()
+
+
+def test_a_replay_file_keeps_the_protocol_it_failed_with():
+    from rdzv_sim.testing import to_yaml
+    for name in ("sorted", "c10d", "static"):
+        text = SCENARIO.replace("name: sorted", f"name: {name}").replace("  order: reverse\n", "")
+        if name == "static":
+            text = text.replace("  min_nodes: 2\n  last_call_timeout: 1\n", "")
+        if name == "c10d":
+            pass
+        sc = load(text)
+        assert load(to_yaml(sc)).protocol.name == name
