@@ -95,7 +95,7 @@ def main():
     good = []
     for p in ("static", "hrw", "c10d"):
         # c10d at 64+ nodes under failure churn: its 1 s sync polling while a round cannot
-        # complete is simulated call by call, which costs minutes per run (issue 8's note)
+        # complete is simulated call by call, which costs minutes per run
         for n in ((16, 32) if p == "c10d" else (16, 64, 128)):
             for mtbf in (2.0, 10.0):
                 g = [goodput(p, n, mtbf, s) for s in (1, 2)]

@@ -1,4 +1,4 @@
-"""Real torchrun (hrw vs torch's c10d) against the simulator, on the story of issue 6.
+"""Real torchrun (hrw vs torch's c10d) against the simulator: the kill-and-grow story.
 
 For each backend, `repeats` real runs of real_backend/tools/elastic_demo.py (three agents, kill one,
 grow back) give the time to recover (kill -> first training step at world size 2) and to grow

@@ -217,7 +217,9 @@ def interruptions(table: pd.DataFrame | None) -> bytes:
             v = table[p].to_numpy(dtype=float)
             ax.bar(x, v, bottom=bottom, label=p.removesuffix("_s").replace("_", " "), width=0.8)
             bottom += v
-        ax.set_xlabel("interruption (in time order)")
+        if len(table) <= 30:
+            ax.set_xticks(x, [f"{c}\n{t:,.0f} s" for c, t in zip(table["cause"], table["t"])], fontsize=7)
+        ax.set_xlabel("interruption (cause, when training stopped)")
         ax.legend(fontsize=7, ncol=3)
     else:
         ax.text(0.5, 0.5, "no interruptions (or no training model)", ha="center", transform=ax.transAxes)
