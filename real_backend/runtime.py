@@ -26,6 +26,8 @@ SLICE = 1.0          # a FirstOf store branch re-checks its cancel flag this oft
 _CONNECT_LOCK = threading.Lock()
 
 
+# values are text; bytes that are not UTF-8 (another machine's garbage) come back replaced, for
+# the protocol to refuse as a bad value rather than as a lost store
 # every operation `RealRuntime.execute` performs (a protocol's `needs` must be among them)
 SUPPORTS = frozenset({*O.STORE_OPS, O.Now, O.WallClock, O.Emit, O.Sleep, O.Random, O.Work,
                       O.FirstOf, O.Local, O.StartWorkers, O.StopWorkers})
@@ -191,13 +193,13 @@ class RealRuntime:
 
             def get(s):
                 s.wait([op.key], timedelta(seconds=wait))
-                return s.get(op.key).decode()
+                return s.get(op.key).decode("utf-8", "replace")
             return self._call(get, wait)
         if t is O.Add:
             return int(self._call(lambda s: s.add(op.key, op.amount)))
         if t is O.CompareSet:
             return self._call(lambda s: s.compare_set(op.key, op.expected.encode(),
-                                                      op.desired.encode())).decode()
+                                                      op.desired.encode())).decode("utf-8", "replace")
         if t is O.Wait:
             wait = op.timeout if op.timeout is not None else self.op_timeout
             return self._call(lambda s: s.wait(list(op.keys), timedelta(seconds=wait)), wait)
@@ -208,7 +210,7 @@ class RealRuntime:
 
             def mget(s):
                 s.wait(list(op.keys), timedelta(seconds=wait))
-                return [b.decode() for b in s.multi_get(list(op.keys))]
+                return [b.decode("utf-8", "replace") for b in s.multi_get(list(op.keys))]
             return self._call(mget, wait)
         if t is O.MultiSet:
             keys = [k for k, _ in op.items]
@@ -242,9 +244,9 @@ class RealRuntime:
             if cancel.is_set():
                 value = None
             elif isinstance(op, O.Get):
-                value = store.get(op.key).decode()
+                value = store.get(op.key).decode("utf-8", "replace")
             elif isinstance(op, O.MultiGet):
-                value = [b.decode() for b in store.multi_get(keys)]
+                value = [b.decode("utf-8", "replace") for b in store.multi_get(keys)]
             else:
                 value = None
             with self._spare_lock:              # healthy: keep the connection for the next branch

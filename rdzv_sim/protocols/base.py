@@ -23,6 +23,37 @@ class RendezvousClosed(Error):
     """The rendezvous was shut down for good (torchrun: RendezvousClosedError)."""
 
 
+class BadValue(Error, ValueError):
+    """A value read from the store is not what this protocol writes there: another machine's
+    bug, an old version, or a hostile hand. The reader treats that node or round as failed."""
+
+
+MAX_VALUE = 4096               # characters of one descriptor or assignment
+
+
+def _object(text) -> dict:
+    if not isinstance(text, str) or len(text) > MAX_VALUE:
+        raise BadValue(f"not a short text value ({len(text) if isinstance(text, str) else type(text).__name__})")
+    try:
+        d = json.loads(text)
+    except ValueError:
+        raise BadValue("not JSON") from None
+    if not isinstance(d, dict):
+        raise BadValue("not a JSON object")
+    return d
+
+
+def _field(d: dict, key: str, kind, lo=None, hi=None, default=None):
+    v = d.get(key, default)
+    if kind is int and (isinstance(v, bool) or not isinstance(v, int)):
+        raise BadValue(f"{key!r} is not an integer")
+    if kind is str and (not isinstance(v, str) or not 0 < len(v) <= 256):
+        raise BadValue(f"{key!r} is not a short string")
+    if kind is int and ((lo is not None and v < lo) or (hi is not None and v > hi)):
+        raise BadValue(f"{key!r} = {v} is out of range")
+    return v
+
+
 class RendezvousFailed(Error):
     """This attempt at a round failed (a member vanished before confirming, the closer died)."""
 
@@ -46,11 +77,11 @@ class NodeInfo:
 
     @staticmethod
     def decode(text: str) -> "NodeInfo":
-        d = json.loads(text)
-        if not isinstance(d, dict):
-            raise ValueError("node descriptor is not a JSON object")
-        return NodeInfo(str(d["name"]), str(d["addr"]), int(d["nproc"]), int(d.get("index", 0)),
-                        port=int(d.get("port", 0)))
+        """A descriptor another node wrote; BadValue if it is not one."""
+        d = _object(text)
+        return NodeInfo(_field(d, "name", str), _field(d, "addr", str),
+                        _field(d, "nproc", int, 1, 1 << 16), _field(d, "index", int, 0, None, 0),
+                        port=_field(d, "port", int, 0, 65535, 0))
 
 
 @dataclass(frozen=True)
@@ -76,8 +107,21 @@ class RoundResult:
 
     @staticmethod
     def decode(text: str) -> "RoundResult":
-        d = json.loads(text)
-        return RoundResult(**{k: d[k] for k in RoundResult.__dataclass_fields__ if k in d})
+        """An assignment the closer wrote; BadValue if it is not one."""
+        d = _object(text)
+        n = _field(d, "nnodes", int, 1, None)
+        world = _field(d, "world_size", int, n, None)
+        return RoundResult(_field(d, "round", int, 0, None), _field(d, "rank", int, 0, n - 1), n, world,
+                           _field(d, "first_rank", int, 0, world - 1), _field(d, "master", str),
+                           _field(d, "digest", str), _field(d, "master_port", int, 0, 65535, 0))
+
+
+def closed_count(text) -> int:
+    """The member count in a round's `closed` value ("<closer>:<count>"); BadValue otherwise."""
+    head, _, count = text.rpartition(":") if isinstance(text, str) else ("", "", "")
+    if not head or not count.isdigit() or len(text) > MAX_VALUE:
+        raise BadValue("a round's closure is not '<closer>:<count>'")
+    return int(count)
 
 
 def digest(names) -> str:

@@ -19,8 +19,8 @@ from hrw import Placement
 
 from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
                    Sleep, StoreTimeout)
-from .base import (NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult, Watch,
-                   digest, watch_key)
+from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
+                   Watch, closed_count, digest, watch_key)
 from .settings import ProtocolSettings
 
 
@@ -62,12 +62,19 @@ class HrwProtocol(Protocol):
                 if text is None:
                     yield from self.end_round_at(rnd, "closer_lost")
                     raise RendezvousFailed(f"round {rnd}: the closer never published ranks")
-                assigned = json.loads(text)
-                if "rank" in assigned:
-                    result = RoundResult(**assigned)
+                try:
+                    assigned = json.loads(text) if len(text) <= 4096 else None
+                    result = RoundResult.decode(text) if isinstance(assigned, dict) and "rank" in assigned else None
+                    if not isinstance(assigned, dict):
+                        raise BadValue("not a JSON object")
+                except (ValueError, BadValue) as e:
+                    yield Emit("bad_value", round=rnd, detail={"key": f"a{slot}", "reason": str(e)})
+                    yield from self.end_round_at(rnd, "bad_assignment")
+                    raise RendezvousFailed(f"round {rnd}: its assignment for slot {slot} is unreadable") from None
+                if result is not None:
                     yield from self._confirm(result)
                     return result
-                if assigned.get("failed"):
+                if isinstance(assigned.get("failed"), str):
                     yield from self.end_round_at(rnd, assigned["failed"])
                     raise RendezvousFailed(f"round {rnd}: {assigned['failed']}")
             # late: say so (members of a round that is not full restart for us), then wait for
@@ -138,7 +145,12 @@ class HrwProtocol(Protocol):
         while True:
             text = yield from self._first(watch_key(closed), cfg.last_call_timeout + cfg.close_grace)
             if text is not None:
-                return int(text.rsplit(":", 1)[1])
+                try:
+                    return closed_count(text)
+                except BadValue as e:
+                    yield Emit("bad_value", round=rnd, detail={"key": "closed", "reason": str(e)})
+                    yield from self.end_round_at(rnd, "bad_closure")
+                    raise RendezvousFailed(f"round {rnd}: its closure is unreadable") from None
             # the designated closer is silent: stand in for it
             yield Emit("stand_in_close", round=rnd, detail={"slot": slot})
             yield from self._close(rnd, node)
@@ -164,7 +176,11 @@ class HrwProtocol(Protocol):
         texts = yield MultiGet(tuple(slots[i - 1] for i in present))
         newest: dict[str, tuple[int, NodeInfo]] = {}
         for i, t in zip(present, texts):      # a host that rejoined after a crash: newest slot wins
-            info = NodeInfo.decode(t)
+            try:
+                info = NodeInfo.decode(t)
+            except BadValue as e:             # not a node's descriptor: a hole, said once
+                yield Emit("bad_value", round=rnd, detail={"key": f"n{i}", "reason": str(e)})
+                continue
             newest[info.name] = (i, info)
         infos = dict(sorted(newest.values(), key=lambda x: x[0]))
         names = [info.name for info in infos.values()]
@@ -261,7 +277,10 @@ class HrwProtocol(Protocol):
         closed = self._k(r, "closed")
         if not (yield Check((closed,))):
             return                                          # never closed, or cleaned already
-        count = int((yield Get(closed)).rsplit(":", 1)[1])
+        try:
+            count = closed_count((yield Get(closed)))
+        except BadValue:
+            return                                          # not ours to clean: leave it
         joined = yield Add(self._k(r, "seq"), 0)
         probes = yield Add(self._k(r, "probes"), 0)
         for key in self.round_keys(r, joined, count, probes):   # `closed` last: while it stands,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep
-from .base import NodeInfo, Protocol, RendezvousTimeout, RoundResult, Watch, digest, watch_key
+from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
+                   Watch, digest, watch_key)
 from .settings import ProtocolSettings
 
 
@@ -61,13 +62,22 @@ class StaticProtocol(Protocol):
         dg = digest([f"static:{self.cfg.run_id}:{rnd}:{n}"])        # the members are ranks 0..n-1
         if node.index == 0:
             keys = tuple(self._k(rnd, f"rank{i}") for i in range(n))
-            infos = [NodeInfo.decode(t) for t in (yield MultiGet(keys))]
+            infos = []
+            for i, t in enumerate((yield MultiGet(keys))):
+                try:
+                    infos.append(NodeInfo.decode(t))
+                except BadValue as e:                   # the trace only: ranks are indexes
+                    yield Emit("bad_value", round=rnd, detail={"key": f"rank{i}", "reason": str(e)})
             yield Emit("round_closed", round=rnd, world_size=world,
                        detail={"members": sorted(i.name for i in infos), "count": n, "holes": 0})
             return RoundResult(rnd, 0, n, world, 0, node.addr, dg)
         # rank 0's key is there (it set it before counting itself in, on one connection), even
         # if rank 0 has died since: as with env://, the survivors learn that in init
-        master = NodeInfo.decode((yield MultiGet((self._k(rnd, "rank0"),)))[0]).addr
+        try:
+            master = NodeInfo.decode((yield MultiGet((self._k(rnd, "rank0"),)))[0]).addr
+        except BadValue as e:
+            yield Emit("bad_value", round=rnd, detail={"key": "rank0", "reason": str(e)})
+            raise RendezvousFailed(f"static round {rnd}: rank 0's descriptor is unreadable") from None
         return RoundResult(rnd, node.index, n, world, first, master, dg)
 
     def _await(self, rnd: int, name: str, deadline: float, node: NodeInfo):
