@@ -46,7 +46,7 @@ DEFAULT_PORT = 29400
 # confirm_timeout, ...); torch c10d's own are accepted and ignored, so one --rdzv-conf serves both
 C10D_ONLY = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_libuv", "timeout"}
 HANDLER_KEYS = {"close_timeout", "read_timeout", "is_host", "node_name", "trace_file",
-                "max_attempts", "rank", "local_addr"}
+                "max_attempts", "local_addr"}
 PROTOCOL_KEYS = set(HrwSettings.model_fields) - {"name", "run_id", "min_nodes", "max_nodes"}
 # torchrun's own default for its own key (torch's RendezvousTimeout: last call 30 s), where the
 # simulator's scenarios default to 1 s
@@ -58,6 +58,9 @@ def settings_from(params: RendezvousParameters) -> HrwSettings:
     defaults but torchrun's last call); torchrun's `close_timeout` stands for `confirm_timeout`
     when that is not given."""
     conf = params.config
+    if "rank" in conf:
+        raise ValueError("--rdzv-conf rank=...: the hrw backend gives ranks by the rendezvous (HRW "
+                         "order); a fixed rank is the static backend's (--rdzv-backend=static)")
     unknown = set(conf) - PROTOCOL_KEYS - C10D_ONLY - HANDLER_KEYS
     if unknown:
         raise ValueError(f"--rdzv-conf: unknown key(s) {sorted(unknown)} for the hrw backend; "

@@ -101,3 +101,8 @@ def test_run_ids_stay_apart_and_closing(store):
         a.next_rendezvous()
     a.shutdown()
     b.shutdown()
+
+
+def test_a_fixed_rank_is_refused_by_name(store):
+    with pytest.raises(ValueError, match="rank=.*static backend"):
+        get_rendezvous_handler(params(store, "a", rank="0"))
