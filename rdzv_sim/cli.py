@@ -210,7 +210,9 @@ def sweep(
     target.mkdir(parents=True, exist_ok=True)
     df.to_parquet(target / "sweep.parquet", index=False)
     df.to_csv(target / "sweep.csv", index=False)
-    paths = build_sweep(df, list(g), target, f"{sc.name}: sweep", sc)
+    from .report.sweep_report import checkpoint_advice
+    advice = checkpoint_advice(df, list(g), sc)
+    paths = build_sweep(df, list(g), target, f"{sc.name}: sweep", advice)
     t = Table(title=f"{sc.name}: {len(df)} runs", header_style="bold")
     cols = [*g, "seed", "rounds_completed", "rdzv_latency_p50", "store_ops", "running_fraction",
             *(c for c in ("ettr", "goodput") if c in df and df[c].notna().any())]
@@ -219,8 +221,7 @@ def sweep(
     for row in df[cols].head(40).itertuples(index=False):
         t.add_row(*(_fmt(v) for v in row))
     out_console.print(t)
-    from .report.sweep_report import checkpoint_advice
-    for line in checkpoint_advice(df, list(g), sc):
+    for line in advice:
         out_console.print(line, highlight=False)
     out_console.print(f"table: {target}/sweep.parquet, report: {paths['html']}", highlight=False)
 

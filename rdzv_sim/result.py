@@ -58,14 +58,15 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     rounds = rounds_table(events, round_ops)
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
                                      sc.shards.ring_vnodes))
+    from .training import evaluate, round_spans
+    spans = round_spans(events, sc.duration)          # once: the summary and training read it
     training = None
     if sc.training is not None:
-        from .training import evaluate
-        training = evaluate(events, rounds, sc)
+        training = evaluate(events, rounds, sc, spans)
         rounds = rounds.join(training.per_round(rounds))
     rounds = stamp(rounds, sc.name, sc.seed)
     summary = summary_table(events, rounds, stats, sc.name, sc.seed,
-                            training.summary if training is not None else None)
+                            training.summary if training is not None else None, spans)
     store_load = None if load is None else store_load_table(load, load_bin, sc.name, sc.seed)
     interruptions = None if training is None else stamp(training.interruptions, sc.name, sc.seed)
     return RunResult(sc, events, rounds, summary, store_load, stats.wall_s, interruptions)

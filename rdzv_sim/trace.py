@@ -273,39 +273,10 @@ def _pct(values, q) -> float:
     return float(np.percentile(values, q)) if len(values) else math.nan
 
 
-STOPS = ("round_left", "fault_crash", "agent_exit", "fault_pause")
-
-
-def training_spans(events: pd.DataFrame, duration: float) -> list[tuple[float, float]]:
-    """(start, stop) of each round's training: from its last member's workers starting to its
-    first member leaving, crashing, pausing or exiting (a hung collective trains nothing).
-
-    One as-of join of (member, round start) against each node's next stop event, so the cost
-    follows the number of events, not rounds x events. A member's first stop after its round
-    started is that round's `round_left` or a fault: it left every earlier round before."""
-    ev = events
-    started = ev.loc[ev["event"] == "workers_started", ["t", "node", "round"]]
-    if started.empty:
-        return []
-    t0 = started.groupby("round")["t"].transform("max")
-    pairs = pd.DataFrame({"node": started["node"].to_numpy(), "round": started["round"].to_numpy(),
-                          "t0": t0.to_numpy()}).sort_values("t0", kind="stable")
-    stops = ev.loc[ev["event"].isin(STOPS), ["t", "node"]].rename(columns={"t": "stop"})
-    stops = stops.assign(key=stops["stop"]).sort_values("stop", kind="stable")
-    m = pd.merge_asof(pairs, stops, left_on="t0", right_on="key", by="node", direction="forward",
-                      allow_exact_matches=True)
-    per_round = m.groupby("round", sort=True).agg(t0=("t0", "max"), stop=("stop", "min"))
-    spans = []
-    for t0_, stop in zip(per_round["t0"], per_round["stop"]):
-        t1 = min(duration if pd.isna(stop) else float(stop), duration)
-        if t1 > t0_:
-            spans.append((float(t0_), t1))
-    return spans
-
-
-def running_fraction(events: pd.DataFrame, duration: float) -> float:
-    """Share of the run during which a round trained (an upper bound on goodput)."""
-    busy = sum(t1 - t0 for t0, t1 in training_spans(events, duration))
+def running_fraction(spans: pd.DataFrame, duration: float) -> float:
+    """Share of the run during which a round trained (an upper bound on ETTR); `spans` is
+    `rdzv_sim.training.round_spans` of the run."""
+    busy = sum(t1 - t0 for t0, t1 in zip(spans["t0"], spans["t1"]))
     return busy / duration if duration > 0 else math.nan
 
 
@@ -313,8 +284,13 @@ NAN_TRAINING = ("ettr", "goodput", "interruptions", "mtti_s", "mttr_s")
 
 
 def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
-                  scenario: str, seed: int, training: dict | None = None) -> pd.DataFrame:
-    """One row of headline metrics; `training`: the training model's (ettr, goodput, ...)."""
+                  scenario: str, seed: int, training: dict | None = None,
+                  spans: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row of headline metrics; `training`: the training model's (ettr, goodput, ...);
+    `spans`: the run's round spans, when the caller has them already."""
+    if spans is None:
+        from .training.spans import round_spans
+        spans = round_spans(events, stats.duration)
     mask = (events["event"] == "rank_assigned").to_numpy()
     lat = pd.to_numeric(pd.Series(parse_details(_rows_of(events["detail"], mask), ("latency",))["latency"]),
                         errors="coerce").dropna().to_numpy()
@@ -335,7 +311,7 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "requeues": int((events["event"] == "job_requeued").sum()),
         "nodes_excluded": int((events["event"] == "node_excluded").sum()),
         "store_lost": bool((events["event"] == "store_lost").any()),
-        "running_fraction": running_fraction(events, stats.duration),
+        "running_fraction": running_fraction(spans, stats.duration),
         **(training if training is not None else {k: math.nan for k in NAN_TRAINING}),
         "all_rounds_consistent": bool(rounds["consistent"].all()) if len(rounds) else True,
         "sim_events": int(stats.sim_events),

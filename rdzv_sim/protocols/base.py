@@ -31,7 +31,8 @@ class BadValue(Error, ValueError):
 MAX_VALUE = 4096               # characters of one descriptor or assignment
 
 
-def _object(text) -> dict:
+def decode_object(text) -> dict:
+    """A short JSON object another node wrote; BadValue if it is not one."""
     if not isinstance(text, str) or len(text) > MAX_VALUE:
         raise BadValue(f"not a short text value ({len(text) if isinstance(text, str) else type(text).__name__})")
     try:
@@ -78,7 +79,7 @@ class NodeInfo:
     @staticmethod
     def decode(text: str) -> "NodeInfo":
         """A descriptor another node wrote; BadValue if it is not one."""
-        d = _object(text)
+        d = decode_object(text)
         return NodeInfo(_field(d, "name", str), _field(d, "addr", str),
                         _field(d, "nproc", int, 1, 1 << 16), _field(d, "index", int, 0, None, 0),
                         port=_field(d, "port", int, 0, 65535, 0))
@@ -108,7 +109,10 @@ class RoundResult:
     @staticmethod
     def decode(text: str) -> "RoundResult":
         """An assignment the closer wrote; BadValue if it is not one."""
-        d = _object(text)
+        return RoundResult.from_dict(decode_object(text))
+
+    @staticmethod
+    def from_dict(d: dict) -> "RoundResult":
         n = _field(d, "nnodes", int, 1, None)
         world = _field(d, "world_size", int, n, None)
         return RoundResult(_field(d, "round", int, 0, None), _field(d, "rank", int, 0, n - 1), n, world,

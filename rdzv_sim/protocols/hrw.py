@@ -20,7 +20,7 @@ from hrw import Placement
 from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
                    Sleep, StoreTimeout)
 from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
-                   Watch, closed_count, digest, watch_key)
+                   Watch, closed_count, decode_object, digest, watch_key)
 from .settings import ProtocolSettings
 
 
@@ -63,11 +63,9 @@ class HrwProtocol(Protocol):
                     yield from self.end_round_at(rnd, "closer_lost")
                     raise RendezvousFailed(f"round {rnd}: the closer never published ranks")
                 try:
-                    assigned = json.loads(text) if len(text) <= 4096 else None
-                    result = RoundResult.decode(text) if isinstance(assigned, dict) and "rank" in assigned else None
-                    if not isinstance(assigned, dict):
-                        raise BadValue("not a JSON object")
-                except (ValueError, BadValue) as e:
+                    assigned = decode_object(text)
+                    result = RoundResult.from_dict(assigned) if "rank" in assigned else None
+                except BadValue as e:
                     yield Emit("bad_value", round=rnd, detail={"key": f"a{slot}", "reason": str(e)})
                     yield from self.end_round_at(rnd, "bad_assignment")
                     raise RendezvousFailed(f"round {rnd}: its assignment for slot {slot} is unreadable") from None

@@ -36,7 +36,7 @@ class ProtocolSpec:
     @property
     def needs(self) -> frozenset:
         """Operations beyond the common set that the protocol yields (see `Protocol.needs`)."""
-        return frozenset(getattr(self.cls, "needs", frozenset()))
+        return frozenset(self.cls.needs)
 
     def make(self, settings: ProtocolSettings):
         return self.cls(settings)
@@ -84,7 +84,7 @@ def _load_plugins() -> None:
     for ep in entry_points(group=ENTRY_POINTS):
         try:
             obj = ep.load()
-        except Exception as e:  # noqa: BLE001 - a broken plugin must not break the others
+        except Exception as e:  # noqa: BLE001 - any import error, said with the plugin's name
             raise ProtocolError(f"protocol plugin {ep.name!r} ({ep.value}) failed to load: {e}") from None
         if callable(obj) and not isinstance(obj, type):
             obj()

@@ -50,15 +50,22 @@ def intervals(events: pd.DataFrame, end: float):
 
 
 def _count_over_time(spans: dict, end: float):
-    """Step function of how many spans are open; the changes at one instant are summed first,
-    so a span that ends where another starts (or one of zero length) makes no spike."""
+    """Step function of how many spans are open."""
     starts = [s[0] for lst in spans.values() for s in lst]
     stops = [s[1] for lst in spans.values() for s in lst]
-    if not starts:
+    return _steps(starts, stops, np.ones(len(starts), dtype=np.int64), end)
+
+
+def _steps(starts, stops, weights, end: float):
+    """Step function of the weights of the open spans; the changes at one instant are summed
+    first, so a span that ends where another starts (or one of zero length) makes no spike."""
+    if not len(starts):
         return np.array([0.0, end]), np.array([0, 0])
-    times, inverse = np.unique(np.array(starts + stops, dtype=float), return_inverse=True)
-    delta = np.zeros(len(times), dtype=np.int64)
-    np.add.at(delta, inverse, np.array([1] * len(starts) + [-1] * len(stops)))
+    times, inverse = np.unique(np.concatenate([np.asarray(starts, dtype=float),
+                                               np.asarray(stops, dtype=float)]), return_inverse=True)
+    weights = np.asarray(weights)
+    delta = np.zeros(len(times), dtype=weights.dtype)
+    np.add.at(delta, inverse, np.concatenate([weights, -weights]))
     t = np.concatenate([[0.0], times, [end]])
     c = np.concatenate([[0], np.cumsum(delta), [0]])
     c[-1] = c[-2]
@@ -181,9 +188,8 @@ def goodput(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes: 
     always: the share of hosts whose round trains (a hung collective trains nothing)."""
     fig, ax = plt.subplots(figsize=(10, 3))
     if "train_s" in rounds:
-        share = {"r": [(a, b) for a, b, h in zip(rounds["train_start"], rounds["train_end"],
-                                                 rounds["hosts_used"]) if b > a for _ in range(int(h))]}
-        t, c = _count_over_time(share, duration)
+        done = rounds[rounds["train_end"] > rounds["train_start"]]
+        t, c = _steps(done["train_start"], done["train_end"], done["hosts_used"].to_numpy(np.int64), duration)
         ax.step(t, c / max(1, nodes), where="post", color="tab:green", label="share of hosts training")
         tc, g, e = training_curve(rounds, duration)
         ax.plot(tc, g, color="black", lw=1.2, label=f"goodput (cumulative): {g[-1]:.3f}")
@@ -192,8 +198,7 @@ def goodput(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes: 
     else:
         from ..training.spans import round_spans
         sp = round_spans(events, duration)
-        share = {"r": [(a, b) for a, b, h in zip(sp["t0"], sp["t1"], sp["hosts"]) for _ in range(int(h))]}
-        t, c = _count_over_time(share, duration)
+        t, c = _steps(sp["t0"], sp["t1"], sp["hosts"].to_numpy(np.int64), duration)
         frac = c / max(1, nodes)
         ax.step(t, frac, where="post", color="tab:green", label="share of hosts training")
         ax.set_title("Training time: hosts whose round trains (no training model in the scenario)")

@@ -40,7 +40,9 @@ def checkpoint_advice(df: pd.DataFrame, keys: list[str], sc) -> list[str]:
     return out
 
 
-def build_sweep(df: pd.DataFrame, keys: list[str], out: str | Path, title: str, sc=None) -> dict[str, Path]:
+def build_sweep(df: pd.DataFrame, keys: list[str], out: str | Path, title: str,
+                advice: list[str] = ()) -> dict[str, Path]:
+    """The sweep's report; `advice`: lines to show above the table (`checkpoint_advice`)."""
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     metrics = [m for m in SWEEP_METRICS if m in df.columns and df[m].notna().any()]
@@ -54,7 +56,6 @@ def build_sweep(df: pd.DataFrame, keys: list[str], out: str | Path, title: str, 
     for m, png in figs.items():
         h.append(f"<figure id='fig-sweep-{m}'><img alt='{m}' src='data:image/png;base64,"
                  f"{base64.b64encode(png).decode()}'><figcaption>{m}</figcaption></figure>")
-    advice = checkpoint_advice(df, keys, sc) if sc is not None else []
     h += [f"<p><b>{html.escape(a)}</b></p>" for a in advice]
     h.append(df[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}"))
     h.append("</body></html>")

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from .checks import problems
 from ..errors import Error
+from . import schema as S
 from .schema import Scenario, model
 
 BUNDLED = Path(__file__).with_name("bundled")
@@ -204,8 +205,7 @@ def _message(label, root, loc, msg) -> str:
     # pydantic puts the union tag in the location (faults.0.crash.at): drop it
     path = [p for i, p in enumerate(loc)
             if not (i > 0 and isinstance(loc[i - 1], int) and isinstance(p, str)
-                    and ((loc[0] == "faults" and p in _FAULT_KINDS)
-                         or (loc[0] == "random_faults" and p in ("node_failures", "interruptions"))))
+                    and p in _UNION_TAGS.get(loc[0], ()))
             and not (i == 1 and loc[0] == "protocol" and isinstance(p, str) and p in _protocols())]
     line = _line_of(root, path) if root is not None else None
     where = f"{label}:{line}" if line else label
@@ -217,8 +217,15 @@ def _protocols() -> set[str]:
     return set(specs())
 
 
-_FAULT_KINDS = {"crash", "restart", "slow_join", "pause", "partition", "latency", "store_crash",
-                "store_pause", "rack_failure", "clock_skew", "worker_failure"}
+def _kinds(union) -> set[str]:
+    """The `kind` tags of a union of fault models (pydantic puts them in error paths)."""
+    import typing
+    models = typing.get_args(typing.get_args(union)[0])
+    models = [typing.get_args(m)[0] if typing.get_origin(m) is typing.Annotated else m for m in models]
+    return {typing.get_args(m.model_fields["kind"].annotation)[0] for m in models}
+
+
+_UNION_TAGS = {"faults": _kinds(S.Fault), "random_faults": _kinds(S.RandomFault)}
 
 
 def _read(source) -> tuple[str, str]:

@@ -74,9 +74,11 @@ def _peer_ok(members: tuple, crashed: tuple) -> bool:
     return n > 1 and not any((i + 1) % n in lost for i in lost)
 
 
-def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc) -> TrainingResult:
+def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame | None = None) -> TrainingResult:
+    """The training model over a run's tables; `spans`: its `round_spans`, if made already."""
     tr, duration = sc.training, sc.duration
-    spans = round_spans(events, duration)
+    if spans is None:
+        spans = round_spans(events, duration)
     full = hosts_used(sc.max_nodes, tr)
     requeues = events.loc[events["event"] == "job_requeued", "t"].to_numpy()
     done = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
