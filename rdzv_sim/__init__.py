@@ -14,10 +14,11 @@ from .errors import Error
 __version__ = "0.1.0"
 
 
-def run(scenario, overrides=(), seed=None, progress=None):
-    """Simulate a scenario; returns a RunResult with `events`, `rounds`, `summary` DataFrames."""
+def run(scenario, overrides=(), seed=None, progress=None, *, cpu=None):
+    """Simulate a scenario; returns a RunResult with `events`, `rounds`, `summary` DataFrames.
+    `cpu`: a factory of the cores one-machine runs share (rdzv_sim/models/cpu)."""
     from .api import run as _run
-    return _run(scenario, overrides, seed, progress)
+    return _run(scenario, overrides, seed, progress, cpu=cpu)
 
 
 def load_scenario(source, overrides=(), seed=None):
