@@ -184,6 +184,15 @@ class HeartbeatTimes:
 
 
 @dataclass(frozen=True, slots=True)
+class StoppedHeartbeats:
+    """The beats that stopped, and a floor: returns `(stopped, floor)`, `stopped` mapping each
+    node whose background beats stopped to the wall time of its last beat, and `floor` a wall
+    time at or before the latest beat of every node still beating.
+
+    It lets a protocol find the dead among N nodes in O(dead), not O(N) queries."""
+
+
+@dataclass(frozen=True, slots=True)
 class BackgroundLoad:
     """Declare polling this node does while it waits: `rate` reads/s of `nbytes` each (0 stops)."""
     rate: float

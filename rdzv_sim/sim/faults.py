@@ -69,6 +69,7 @@ def apply(sim, a, state: dict) -> None:
     elif k == "clock_skew":
         node = sim.node_at(a.node)
         node.clock_skew += a.value
+        sim.runtime.least_skew = min(sim.runtime.least_skew, node.clock_skew)
         sim.trace.record(env.now, node.name, "fault_clock_skew", detail={"offset": a.value})
     else:                                    # timeline.py makes no other
         raise ValueError(f"unknown fault action {k!r}")

@@ -51,6 +51,9 @@ class SimRuntime(FirstOfMixin):
         self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.heartbeats: dict[str, list] = {}    # descriptor -> [node, start, period, stop]
+        self.stopped_beats: dict[str, float] = {}   # descriptor -> wall time of its last beat
+        self.longest_period = 0.0                # of every heartbeat started (for the floor)
+        self.least_skew = 0.0                    # the most negative clock skew ever set
         self.cpu = None                          # the shared cores, made on first use
         self.cpu_factory = cpu or shared_cores   # (env, cfg, rng) -> cores (rdzv_sim/models/cpu)
         self.nodes: dict[str, SimNode] = {}
@@ -147,9 +150,14 @@ class SimRuntime(FirstOfMixin):
             return float(self.rng.random())
         if t is O.HeartbeatTimes:
             return {n: self._last_beat(n) for n in op.names}
+        if t is O.StoppedHeartbeats:
+            floor = self.cfg.wall_epoch + env.now - self.longest_period + min(self.least_skew, 0.0)
+            return self.stopped_beats, floor
         if t is O.StartHeartbeat:
             period = op.period + 2 * self.net.base[node.name] + self.store.service.base
             self.heartbeats[op.desc] = [node, env.now, period, None]
+            self.stopped_beats.pop(op.desc, None)
+            self.longest_period = max(self.longest_period, period)
             self.store.set_background(f"hb:{op.desc}", 1.0 / period, op.nbytes)
             return None
         if t is O.BackgroundLoad:
@@ -219,6 +227,7 @@ class SimRuntime(FirstOfMixin):
         for d, rec in self.heartbeats.items():
             if rec[0] is node and rec[3] is None:
                 rec[3] = self.env.now
+                self.stopped_beats[d] = self._last_beat(d)
                 self.store.set_background(f"hb:{d}", 0.0)
 
     def node_died(self, node: SimNode) -> None:

@@ -40,24 +40,28 @@ class Settings:
     keep_alive_max_attempt: int = 3
 
 
-def keep_alive_due(state: State, node: str, s: Settings) -> float | None:
-    """The wall time from which `node` should send a keep-alive (None: it has no heartbeat)."""
+def keep_alive_due(state: State, node: str, s: Settings, beat: float | None = None) -> float | None:
+    """The wall time from which `node` should send a keep-alive (None: it has no heartbeat).
+    `beat`: its latest background beat, which the blob may not show yet."""
     last = state.last_heartbeats.get(node)
-    return None if last is None else last + s.keep_alive_interval
+    if last is None:
+        return None
+    return (last if beat is None or beat < last else beat) + s.keep_alive_interval
 
 
-def should_keep_alive(state: State, node: str, s: Settings, wall: float) -> bool:
-    due = keep_alive_due(state, node, s)
+def should_keep_alive(state: State, node: str, s: Settings, wall: float, beat: float | None = None) -> bool:
+    due = keep_alive_due(state, node, s, beat)
     return due is not None and due <= wall
 
 
-def join(state: State, node: str, s: Settings, now: float, deadline: float, wall: float) -> Action:
-    """`_RendezvousJoinOp.__call__`, branch for branch."""
+def join(state: State, node: str, s: Settings, now: float, deadline: float, wall: float,
+         beat: float | None = None) -> Action:
+    """`_RendezvousJoinOp.__call__`, branch for branch (`beat` as in `keep_alive_due`)."""
     if state.closed:
         return Action.GRACEFUL_EXIT if node in state.redundancy_list else Action.ERROR_CLOSED
     if node in state.redundancy_list:
         if len(state.participants) == s.max_nodes:
-            return Action.KEEP_ALIVE if should_keep_alive(state, node, s, wall) else Action.SYNC
+            return Action.KEEP_ALIVE if should_keep_alive(state, node, s, wall, beat) else Action.SYNC
         return Action.REMOVE_FROM_REDUNDANCY_LIST
     is_participant = node in state.participants
     if state.complete and is_participant:
@@ -81,7 +85,7 @@ def join(state: State, node: str, s: Settings, now: float, deadline: float, wall
             return Action.MARK_RENDEZVOUS_COMPLETE
     else:
         return Action.ADD_TO_PARTICIPANTS
-    return Action.KEEP_ALIVE if should_keep_alive(state, node, s, wall) else Action.SYNC
+    return Action.KEEP_ALIVE if should_keep_alive(state, node, s, wall, beat) else Action.SYNC
 
 
 def exit_(state: State, node: str, now: float, deadline: float) -> Action:
@@ -158,18 +162,34 @@ def mark_complete(state: State) -> None:
         state.participants[n] = rank
 
 
-def sanitize(state: State, s: Settings, wall: float, beats: dict | None = None) -> list[str]:
-    """`_BackendRendezvousStateHolder._sanitize`: drop nodes whose heartbeat expired.
-
-    `beats` are background beats the blob does not show yet (the simulator's heartbeats are
-    not ticked); a node's effective heartbeat is the later of the two.
-    """
+def expired(state: State, s: Settings, wall: float, beats: dict | None = None) -> list[str]:
+    """The nodes whose heartbeat expired. `beats` are background beats the blob does not show
+    yet (the simulator's heartbeats are not ticked); a node's heartbeat is the later of the two."""
     expire = wall - s.keep_alive_interval * s.keep_alive_max_attempt
-    dead = []
-    for n, last in list(state.last_heartbeats.items()):
-        eff = max(last, (beats or {}).get(n) or last)
-        if eff < expire:
-            dead.append(n)
+    beats = beats or {}
+    return [n for n, last in state.last_heartbeats.items() if max(last, beats.get(n) or last) < expire]
+
+
+def expired_among(state: State, s: Settings, wall: float, stopped: dict, floor: float) -> list[str] | None:
+    """`expired` knowing only the beats that stopped (`stopped`) and that every other node beat
+    at or after `floor`: O(stopped) instead of O(N). None when `floor` is too old to tell."""
+    expire = wall - s.keep_alive_interval * s.keep_alive_max_attempt
+    if floor < expire:
+        return None
+    hb = state.last_heartbeats
+    if len(stopped) < len(hb):
+        return [n for n, t in stopped.items() if n in hb and max(hb[n], t) < expire]
+    return [n for n, last in hb.items() if n in stopped and max(last, stopped[n]) < expire]
+
+
+def sanitize(state: State, s: Settings, wall: float, beats: dict | None = None) -> list[str]:
+    """`_BackendRendezvousStateHolder._sanitize`: drop nodes whose heartbeat expired."""
+    dead = expired(state, s, wall, beats)
+    remove_dead(state, dead, s)
+    return dead
+
+
+def remove_dead(state: State, dead: list[str], s: Settings) -> None:
     removed = False
     for n in dead:
         del state.last_heartbeats[n]
@@ -179,4 +199,3 @@ def sanitize(state: State, s: Settings, wall: float, beats: dict | None = None) 
         state.redundancy_list.discard(n)
     if removed:
         _remove_participant_epilogue(state, s)
-    return dead

@@ -26,9 +26,9 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, Watch, digest
 from ..settings import ProtocolSettings
 from ...ops import (BackgroundLoad, Changed, CompareSet, Emit, FirstOf, Get, HeartbeatTimes, Now,
-                    Random, Sleep, StartHeartbeat, WallClock, Work)
+                    Random, Sleep, StartHeartbeat, StoppedHeartbeats, WallClock, Work)
 from . import decisions as D
-from .state import NULL_SENTINEL, State, addr_of, desc
+from .state import NULL_SENTINEL, Blob, State, addr_of, blob_size, desc
 
 CACHE_DURATION = 1.0           # _BackendRendezvousStateHolder(cache_duration=1)
 SYNC_DELAY = 1.0               # _delay(seconds=1) on Action.SYNC
@@ -45,6 +45,7 @@ class Holder:
     last_sync: float = -math.inf
     made: bool = False
     cas_attempts: int = 0
+    pending: tuple | None = None        # (action, wall time) to write at the next sync
 
 
 class C10dSettings(ProtocolSettings):
@@ -64,7 +65,7 @@ class C10dSettings(ProtocolSettings):
 class C10dProtocol(Protocol):
     name = "c10d"
     # simulator hints: a real run uses torch's own DynamicRendezvousHandler instead
-    needs = frozenset({Changed, StartHeartbeat, HeartbeatTimes, BackgroundLoad})
+    needs = frozenset({Changed, StartHeartbeat, HeartbeatTimes, StoppedHeartbeats, BackgroundLoad})
     torch_counterpart = "c10d"
 
     def __init__(self, cfg):
@@ -73,6 +74,7 @@ class C10dProtocol(Protocol):
         self.s = D.Settings(cfg.min_nodes, cfg.max_nodes, cfg.last_call_timeout,
                             cfg.keep_alive_interval, cfg.keep_alive_max_attempt)
         self._holders: dict[str, Holder] = {}      # per agent process (descriptor)
+        self.addr_len = 8
 
     def holder(self, node: NodeInfo) -> Holder:
         d = desc(node.addr, node.pid)
@@ -86,39 +88,65 @@ class C10dProtocol(Protocol):
         now = yield Now()
         has_set = None
         if h.dirty:
-            text = h.state.encode()
-            yield Work(len(text))                              # pickle + base64
+            desired = self._written(h)
+            yield Work(desired.size)                           # pickle + base64
             h.cas_attempts += 1
-            value = yield CompareSet(self.key, h.token or NULL_SENTINEL, text)
-            has_set = value == text
+            value = yield CompareSet(self.key, h.token or NULL_SENTINEL, desired)
+            has_set = value is desired
         else:
             if h.last_sync >= max(now - CACHE_DURATION, 0):
                 return None
             value = yield Get(self.key)
         yield Work(len(value))                                 # base64 + unpickle
-        h.state = State.decode(value)
-        h.token, h.dirty = value, False
+        h.state = State.decode(value)                          # shared: copied before a change
+        h.token, h.dirty, h.pending = value, False, None
         h.last_sync = yield Now()
         wall = yield WallClock()
-        beats = yield HeartbeatTimes(tuple(h.state.last_heartbeats))
-        dead = D.sanitize(h.state, self.s, wall, beats)
+        stopped, floor = yield StoppedHeartbeats()
+        dead = D.expired_among(h.state, self.s, wall, stopped, floor)
+        if dead is None:                                       # a live node may look dead: ask
+            beats = yield HeartbeatTimes(tuple(h.state.last_heartbeats))
+            dead = D.expired(h.state, self.s, wall, beats)
         if dead:
-            yield Emit("c10d_dead_nodes", round=h.state.round, detail={"removed": dead})
+            h.state = h.state.copy()
+            D.remove_dead(h.state, dead, self.s)
+            yield Emit("c10d_dead_nodes", round=h.state.round, detail={"removed": sorted(dead)})
         return has_set
+
+    def _written(self, h: Holder) -> Blob:
+        """The blob this holder's pending action makes from its state, made into a state only
+        if someone reads it (a failed compare-and-set copies nothing)."""
+        action, wall = h.pending
+        st, node, s = h.state, h.node, self.s
+        p = len(st.participants)
+        listed = len(st.wait_list) + len(st.redundancy_list)
+        if action is D.Action.ADD_TO_PARTICIPANTS:
+            p, listed = p + 1, listed - (node in st.wait_list)
+        elif action is D.Action.ADD_TO_WAIT_LIST:
+            listed += (node not in st.wait_list) - (node in st.redundancy_list)
+        elif action is D.Action.ADD_TO_REDUNDANCY_LIST:
+            listed += node not in st.redundancy_list
+        elif action is D.Action.REMOVE_FROM_PARTICIPANTS:
+            p -= 1
+        elif action is D.Action.REMOVE_FROM_WAIT_LIST:
+            listed -= node in st.wait_list
+        elif action is D.Action.REMOVE_FROM_REDUNDANCY_LIST:
+            listed -= node in st.redundancy_list
+        return Blob(None, blob_size(p, listed, self.addr_len), st,
+                    lambda new: D.apply(action, new, node, s, wall))
 
     def _run(self, h: Holder, decide, deadline: float, node: NodeInfo):
         """`_DistributedRendezvousOpExecutor.run`: sync, decide, act, until FINISH."""
         while True:
             yield from self._sync(h)
             now, wall = (yield Now()), (yield WallClock())
-            beats = yield HeartbeatTimes((h.node,))
-            own = beats.get(h.node)
-            if own is not None and h.node in h.state.last_heartbeats and h.state.complete:
+            beat = None
+            if h.state.complete and h.node in h.state.last_heartbeats:
                 # a node waiting on a complete round (wait or redundancy list) beats in the
                 # background; a participant of an open round beats by CAS, as torch's join op
                 # does (its heartbeat timer is stopped while it joins): those CASes contend
-                h.state.last_heartbeats[h.node] = max(h.state.last_heartbeats[h.node], own)
-            action = decide(h.state, now, deadline, wall)
+                beat = (yield HeartbeatTimes((h.node,))).get(h.node)
+            action = decide(h.state, now, deadline, wall, beat)
             if action is D.Action.FINISH:
                 return
             if action is D.Action.ERROR_CLOSED or action is D.Action.GRACEFUL_EXIT:
@@ -130,8 +158,7 @@ class C10dProtocol(Protocol):
                 continue
             if action is D.Action.REMOVE_FROM_REDUNDANCY_LIST:
                 deadline = now + self.cfg.join_timeout          # update_deadline(join)
-            D.apply(action, h.state, h.node, self.s, wall)
-            h.dirty = True
+            h.pending, h.dirty = (action, wall), True        # written (applied) by the next sync
 
     def _idle(self, h: Holder, deadline: float):
         """SYNC: torch sleeps 1 s and reads again. Sleep instead until the blob changes or a
@@ -145,10 +172,21 @@ class C10dProtocol(Protocol):
         if not st.complete and due is not None:                    # our own keep-alive is due
             wake.append(now + (due - wall) + 1e-6)
         expiry = self.s.keep_alive_interval * self.s.keep_alive_max_attempt
-        beats = yield HeartbeatTimes(tuple(st.last_heartbeats))
-        for n, last in st.last_heartbeats.items():
-            if n != h.node:
-                wake.append(now + (max(last, beats.get(n) or last) + expiry - wall) + 1e-6)
+        stopped, floor = yield StoppedHeartbeats()
+        hb = st.last_heartbeats
+        if floor + expiry > wall:
+            # the beating cannot expire before floor + expiry; the stopped expire on their own
+            wake.append(now + (floor + expiry - wall) + 1e-6)
+            pairs = ((n, t) for n, t in stopped.items() if n in hb) if len(stopped) < len(hb) \
+                else ((n, stopped[n]) for n in hb if n in stopped)
+            for n, t in pairs:
+                if n != h.node:
+                    wake.append(now + (max(hb[n], t) + expiry - wall) + 1e-6)
+        else:
+            beats = yield HeartbeatTimes(tuple(hb))
+            for n, last in hb.items():
+                if n != h.node:
+                    wake.append(now + (max(last, beats.get(n) or last) + expiry - wall) + 1e-6)
         until = max(min(wake), now)
         yield BackgroundLoad(1.0 / SYNC_DELAY, len(h.token or ""))
         idx, _ = yield FirstOf(Changed(self.key, h.token, timeout=math.inf), Sleep(until - now))
@@ -162,6 +200,7 @@ class C10dProtocol(Protocol):
     def rendezvous(self, node: NodeInfo):
         """`DynamicRendezvousHandler.next_rendezvous`."""
         h = self.holder(node)
+        self.addr_len = len(node.addr)                 # names of one run have one length
         if not h.made:                      # C10dRendezvousBackend.__init__: the sentinel CAS
             h.cas_attempts += 1
             yield CompareSet(self.key, "", NULL_SENTINEL)
@@ -174,12 +213,12 @@ class C10dProtocol(Protocol):
                              len(h.token or "") or 512)
         deadline = (yield Now()) + self.cfg.join_timeout
         before = h.cas_attempts
-        yield from self._run(h, lambda st, now, dl, wall: D.exit_(st, h.node, now, dl), deadline, node)
+        yield from self._run(h, lambda st, now, dl, wall, beat: D.exit_(st, h.node, now, dl), deadline, node)
         yield Emit("join", round=h.state.round, detail={"slot": len(h.state.participants) + 1})
-        yield from self._run(h, lambda st, now, dl, wall: D.join(st, h.node, self.s, now, dl, wall),
+        yield from self._run(h, lambda st, now, dl, wall, beat: D.join(st, h.node, self.s, now, dl, wall, beat),
                              deadline, node)
         st = h.state
-        ranked = sorted(st.participants, key=lambda d: st.participants[d])
+        ranked, dg = self._ranking(st)
         rank, n = st.participants[h.node], len(st.participants)
         yield Emit("confirmed", round=st.round, rank=rank,
                    detail={"cas_attempts": h.cas_attempts - before})
@@ -188,7 +227,17 @@ class C10dProtocol(Protocol):
             yield Emit("round_closed", round=st.round, world_size=n * node.nproc,
                        detail={"members": sorted(addr_of(d) for d in ranked), "count": n, "holes": 0})
         return RoundResult(st.round, rank, n, n * node.nproc, rank * node.nproc,
-                           addr_of(ranked[0]), digest(ranked))
+                           addr_of(ranked[0]), dg)
+
+    @staticmethod
+    def _ranking(st: State) -> tuple[list[str], str]:
+        """The participants in rank order and their digest, once per state: every member
+        reads the same (shared, frozen) state of a completed round."""
+        got = st.__dict__.get("_ranking")
+        if got is None:
+            ranked = sorted(st.participants, key=st.participants.__getitem__)
+            got = st.__dict__["_ranking"] = (ranked, digest(ranked))
+        return got
 
     # --- while a round runs: the agent's num_nodes_waiting ------------------------------
     def watch(self, result: RoundResult, state=None, node: NodeInfo | None = None):
@@ -218,4 +267,4 @@ class C10dProtocol(Protocol):
             return
         h = self.holder(node)
         deadline = (yield Now()) + 30.0                        # RendezvousTimeout.close
-        yield from self._run(h, lambda st, now, dl, wall: D.close(st, now, dl), deadline, node)
+        yield from self._run(h, lambda st, now, dl, wall, beat: D.close(st, now, dl), deadline, node)
