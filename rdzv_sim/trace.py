@@ -226,11 +226,16 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None) -> pd.Data
     ra = events.loc[mask, ["t", "node", "round", "rank", "world_size"]]
     det = parse_details(_rows_of(events["detail"], mask), ("digest", "nnodes"))
     ra = ra.assign(_digest=det["digest"], _nn=det["nnodes"])
-    first_join = events.loc[events["event"] == "join", ["round", "t"]].groupby("round")["t"].min()
+    # a round starts at its first member's join: each member's latest join before its rank
+    # (a join's own round label is the round the node saw when it joined, which for c10d's
+    # wait list is the round before the one it ends up in)
+    joins = events.loc[events["event"] == "join", ["t", "node"]].rename(columns={"t": "_joined"})
+    ra = pd.merge_asof(ra.reset_index().sort_values("t"), joins.assign(t=joins["_joined"]).sort_values("t"),
+                       on="t", by="node", direction="backward").set_index("index").sort_index()
     rows = []
     for rnd, grp in ra.groupby("round", sort=True):
         rnd = int(rnd)
-        start = float(first_join.get(rnd, grp["t"].min()))
+        start = float(grp["_joined"].min()) if grp["_joined"].notna().any() else float(grp["t"].min())
         ranks = np.sort(grp["rank"].to_numpy(dtype=np.int64))
         nodes = grp["node"].tolist()
         ops, nbytes = (round_ops or {}).get(rnd, (0, 0))

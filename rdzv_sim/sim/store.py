@@ -47,6 +47,7 @@ class StoreServer:
         self.service = service
         self.free_at = 0.0                       # when the single server finishes its queue
         self._rho = 0.0                          # background utilization (kept, not summed per call)
+        self._changes = 0                        # background changes since the last full sum
         self.data: dict[str, str] = {}
         self.waiters: dict[str, dict] = {}       # key -> {event: keys} (insertion-ordered)
         self.change_waiters: dict[str, list] = {}   # key -> [(event, value it must differ from)]
@@ -84,11 +85,19 @@ class StoreServer:
 
     # --- background load (polling and heartbeats the simulator does not tick) -----------
     def set_background(self, source: str, rate: float, nbytes: int = 0) -> None:
+        """Kept as a running sum (thousands of sources change it), summed afresh now and then
+        so that rounding cannot build up."""
+        old = self.background.pop(source, None)
+        if old is not None:
+            self._rho -= old[0] * self.service.time(old[1])
         if rate > 0:
             self.background[source] = (rate, nbytes)
-        else:
-            self.background.pop(source, None)
-        self._rho = sum(r * self.service.time(b) for r, b in self.background.values())
+            self._rho += rate * self.service.time(nbytes)
+        self._changes += 1
+        if self._changes % 4096 == 0 or not self.background:
+            self._rho = sum(r * self.service.time(b) for r, b in self.background.values())
+        if self._rho < 1e-15:
+            self._rho = 0.0
         self.max_utilization = max(self.max_utilization, self._rho)
 
     def utilization(self) -> float:

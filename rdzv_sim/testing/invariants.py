@@ -193,13 +193,21 @@ def hrw_moves_are_minimal(rounds: pd.DataFrame, shards: int = 512) -> list[Viola
     return out
 
 
+def rounds_take_time(rounds: pd.DataFrame) -> list[Violation]:
+    """A round's start never follows its end: latency >= 0 in the rounds table."""
+    bad = rounds[~(rounds["start"] <= rounds["end"]) | ~(rounds["latency"] >= 0)]
+    return [Violation("rounds_take_time", f"start {s:.6g} after end {e:.6g} (latency {l:.6g})", int(r))
+            for r, s, e, l in zip(bad["round"], bad["start"], bad["end"], bad["latency"])]
+
+
 def check_safety(tables: dict, scenario) -> Report:
     """All safety invariants of `scenario`'s protocol over a run's tables."""
     ev, rounds = tables["events"], tables["rounds"]
     proto = scenario.protocol
     v = (ranks_are_a_permutation(ev) + members_agree(ev)
          + size_within_bounds(ev, scenario.min_nodes, scenario.max_nodes)
-         + rounds_increase(ev) + members_were_alive(ev) + every_member_accounted(ev))
+         + rounds_increase(ev) + members_were_alive(ev) + every_member_accounted(ev)
+         + rounds_take_time(rounds))
     for check in PROTOCOL_INVARIANTS.get(proto.name, ()):
         v += check(tables, scenario)
     return Report(known_for(proto.name, v, scenario))

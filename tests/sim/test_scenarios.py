@@ -122,6 +122,7 @@ def test_every_bundled_scenario_runs(name):
     assert len(r.events) > 0
     if name not in ("static-missing-rank",):
         assert len(r.rounds) >= 1 and r.rounds["consistent"].all()
+    assert (r.rounds["start"] <= r.rounds["end"]).all() and (r.rounds["latency"] >= 0).all()
 
 
 def test_include_merges_a_calibration_underneath(tmp_path):

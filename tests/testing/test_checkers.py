@@ -141,3 +141,25 @@ def test_ranks_follow_hrw():
 def test_hrw_moves_are_minimal_on_placements_it_did_not_make():
     ok = pd.DataFrame({"round": [0, 1], "members": ["a,b,c", "a,b"]})
     assert I.hrw_moves_are_minimal(ok) == []
+
+
+def test_rounds_take_time_holds_and_catches_an_end_before_the_start():
+    ok = pd.DataFrame({"round": [0, 1], "start": [0.0, 5.0], "end": [1.0, 5.0], "latency": [1.0, 0.0]})
+    assert I.rounds_take_time(ok) == []
+    bad = ok.assign(start=[0.0, 24.2], latency=[1.0, -19.2])
+    assert [(v.invariant, v.round) for v in I.rounds_take_time(bad)] == [("rounds_take_time", 1)]
+
+
+def test_a_member_that_joined_in_an_earlier_round_starts_the_round_it_is_in():
+    """c10d labels a join with the round the node saw: the round it ends up in starts at its
+    members' joins, not at a later join that carries its number (the -3.8 s latency of #18)."""
+    from rdzv_sim.trace import rounds_table
+    t = Trace()
+    t.add(14.4, "n0", "join", 0).add(14.6, "n2", "join", 0)
+    t.rank(17.4, "n0", 1, 0, 2).rank(16.6, "n2", 1, 1, 2)
+    t.add(24.2, "n1", "join", 1)                                  # waits: joins round 2
+    t.add(24.4, "n0", "join", 1).add(24.4, "n2", "join", 2)
+    for i, n in enumerate(("n0", "n1", "n2")):
+        t.rank(26.2, n, 2, i, 3)
+    r = rounds_table(t.df)
+    assert r["start"].tolist() == [14.4, 24.2] and (r["latency"] >= 0).all()
