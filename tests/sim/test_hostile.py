@@ -21,6 +21,10 @@ CORPUS = {
     "include-absolute": ("name: x\ninclude: /etc/passwd\nduration: 10\ncluster: {nodes: 2}\n", "an absolute path is refused"),
     "include-not-a-fragment": ("name: x\ninclude: notes.yaml\nduration: 10\ncluster: {nodes: 2}\n", "not a scenario fragment"),
     "fifty-megabyte-string": ("name: x\nduration: 10\ncluster: {nodes: 2}\ndescription: " + "a" * (50 << 20) + "\n", "larger than 1024 KiB"),
+    "c10d-keep-alive-negative": (OK + "protocol: {name: c10d, keep_alive_interval: -5}\n",
+                                 "protocol.keep_alive_interval: Input should be greater than 0"),
+    "c10d-max-attempt-zero": (OK + "protocol: {name: c10d, keep_alive_max_attempt: 0}\n",
+                              "protocol.keep_alive_max_attempt: Input should be greater than 0"),
     "interruption-rate": (OK + "random_faults: [{kind: interruptions, cause: x, count: 1e12}]\n", "random_faults[0].count: Input should be less than or equal to"),
 }
 

@@ -121,7 +121,7 @@ class C10dProtocol(Protocol):
         p = len(st.participants)
         listed = len(st.wait_list) + len(st.redundancy_list)
         if action is D.Action.ADD_TO_PARTICIPANTS:
-            p, listed = p + 1, listed - (node in st.wait_list)
+            p, listed = p + (node not in st.participants), listed - (node in st.wait_list)
         elif action is D.Action.ADD_TO_WAIT_LIST:
             listed += (node not in st.wait_list) - (node in st.redundancy_list)
         elif action is D.Action.ADD_TO_REDUNDANCY_LIST:
