@@ -9,11 +9,13 @@ from rdzv_sim.report.figures import _count_over_time, training_curve
 from rdzv_sim.scenario.load import bundled
 
 SLOW = {"llama3-54d"}
+SMALLER = {"c10d-2048-crash": ["cluster.nodes=64", "cluster.topology.racks=2", "protocol.min_nodes=60",
+                               "protocol.max_nodes=64"]}
 
 
 @pytest.mark.parametrize("name", [n for n in bundled() if n not in SLOW])
 def test_goodput_figure_and_summary_agree_on_every_bundled_scenario(name):
-    sc = rdzv_sim.load_scenario(name)
+    sc = rdzv_sim.load_scenario(name, SMALLER.get(name, []))
     extra = [] if sc.training else ["training.checkpoint_interval=20", "training.checkpoint_cost=2"]
     r = rdzv_sim.run(sc, extra)
     s = r.summary.iloc[0]

@@ -115,6 +115,8 @@ def test_idle_time_costs_no_events():
 def test_every_bundled_scenario_runs(name):
     overrides = {"rack-failure": ["cluster.nodes=64", "protocol.min_nodes=32",
                                   "protocol.max_nodes=64", "shards.count=4096"],
+                 "c10d-2048-crash": ["cluster.nodes=64", "cluster.topology.racks=2",
+                                     "protocol.min_nodes=60", "protocol.max_nodes=64"],
                  "llama3-54d": ["cluster.nodes=32", "cluster.topology.racks=4", "protocol.min_nodes=16",
                                 "protocol.max_nodes=32", "duration=86400", "shards.count=1024"],
                  }.get(name, [])
