@@ -7,7 +7,8 @@ as rtt = 2 * link + base + per_byte * bytes. The split of the fixed part between
 we give the link a quarter of it (documented in the output). Start-up: the time from spawning
 a node process to its first store operation (Python, torch and rdzv_sim imports). FirstOf: what
 the real runtime spends starting a wait's branches (threads, a second connection), beyond the
-store call itself.
+store call itself. Client CPU per byte: torch's own pickle + base64 of its c10d state, encoded
+and decoded.
 """
 from __future__ import annotations
 
@@ -42,6 +43,27 @@ def _timed(rt, op, reps: int, gap: float) -> float:
     return statistics.median(ts)
 
 
+def c10d_client_per_byte(nodes: int = 1000, reps: int = 5) -> float:
+    """Seconds per byte of torch's own encoding and decoding of its c10d state (pickle + base64
+    of `_RendezvousState` with `nodes` participants): the client CPU of one compare-and-set
+    attempt, which the simulator charges per agent (`cluster.cpu.per_byte`, per encode or decode)."""
+    import base64
+    import pickle
+    from datetime import datetime, timezone
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc, _RendezvousState
+    st = _RendezvousState()
+    now = datetime.now(timezone.utc)
+    for i in range(nodes):
+        d = _NodeDesc(f"node{i:05d}.cluster", 100000 + i, 0)
+        st.participants[d] = i
+        st.last_heartbeats[d] = now
+    blob = base64.b64encode(pickle.dumps(st))
+    t = time.perf_counter()
+    for _ in range(reps):
+        pickle.loads(base64.b64decode(base64.b64encode(pickle.dumps(st))))
+    return (time.perf_counter() - t) / reps / 2 / len(blob)
+
+
 def measure(reps: int = 60, gap: float = 0.01) -> dict:
     import torch.distributed as dist
     server = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
@@ -74,12 +96,15 @@ def measure(reps: int = 60, gap: float = 0.01) -> dict:
         p.join(30)
     fixed = max(fixed, 1e-6)
     return {"ops": rows, "fixed_s": float(fixed), "per_byte_s": float(max(per_byte, 0.0)),
-            "process_start_s": float(statistics.median(starts)), "first_of_s": float(first_of)}
+            "process_start_s": float(statistics.median(starts)), "first_of_s": float(first_of),
+            "client_per_byte_s": c10d_client_per_byte()}
 
 
 def fragment(m: dict) -> dict:
     """The scenario fragment: what scenarios include."""
     return {"cluster": {"topology": {"link_latency": m["fixed_s"] / 4, "jitter": 0.2},
-                        "cpu": {"first_of": round(m.get("first_of_s", 0.0), 6)}},
+                        "cpu": {"first_of": round(m.get("first_of_s", 0.0), 6),
+                                **({"per_byte": float(f"{m['client_per_byte_s']:.3g}")}
+                                   if "client_per_byte_s" in m else {})}},
             "store": {"service_base": m["fixed_s"] / 2, "service_per_byte": m["per_byte_s"]},
             "agent": {"process_start": round(m["process_start_s"], 3)}}

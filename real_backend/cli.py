@@ -67,7 +67,8 @@ def calibrate(out: Path = typer.Option(Path("calibration.yaml"), "--out", "-o",
               f"{_time.strftime('%Y-%m-%d')}.\n"
               f"# TCPStore round trip over loopback: {m['fixed_s'] * 1e6:.0f} us + "
               f"{m['per_byte_s'] * 1e9:.2f} ns/byte (link gets a quarter of the fixed part, the\n"
-              f"# server half, by convention); agent start-up {m['process_start_s']:.2f} s.\n"
+              f"# server half, by convention); agent start-up {m['process_start_s']:.2f} s;\n"
+              f"# torch's c10d state encoded or decoded: {m['client_per_byte_s'] * 1e9:.0f} ns/byte.\n"
               f"# Use it from a scenario: `include: [{out.name}]`.\n")
     out.write_text(header + yaml.safe_dump(frag, sort_keys=False))
     t = Table(title="TCPStore on this host (median round trip)", header_style="bold")

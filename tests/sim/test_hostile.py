@@ -81,7 +81,7 @@ def test_a_folder_that_is_not_a_run_is_never_replaced(tmp_path):
 
 
 def test_a_run_that_would_take_long_says_so_and_what_would_be_fast(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "rdzv_sim", "run", "quickstart", "--set", "cluster.nodes=10000",
+    r = subprocess.run([sys.executable, "-m", "rdzv_sim", "run", "llama3-54d",
                         "--set", "protocol.name=c10d", "--out", str(tmp_path / "out")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "minutes" in r.stderr and "--long" in r.stderr, r.stderr
