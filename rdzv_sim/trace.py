@@ -229,10 +229,12 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None) -> pd.Data
     # a round starts at its first member's join: each member's latest join before its rank
     # (a join's own round label is the round the node saw when it joined, which for c10d's
     # wait list is the round before the one it ends up in)
-    joins = events.loc[events["event"] == "join", ["t", "node"]].rename(columns={"t": "_joined"})
-    ra = pd.merge_asof(ra.reset_index().sort_values("t"), joins.assign(t=joins["_joined"]).sort_values("t"),
-                       on="t", by="node", direction="backward").set_index("index").sort_index()
     rows = []
+    if len(ra):
+        joins = events.loc[events["event"] == "join", ["t", "node"]].astype({"t": float})
+        ra = pd.merge_asof(ra.astype({"t": float}).reset_index().sort_values("t"),
+                           joins.assign(_joined=joins["t"]).sort_values("t"),
+                           on="t", by="node", direction="backward").set_index("index").sort_index()
     for rnd, grp in ra.groupby("round", sort=True):
         rnd = int(rnd)
         start = float(grp["_joined"].min()) if grp["_joined"].notna().any() else float(grp["t"].min())
