@@ -62,7 +62,7 @@ class CountingStore:
         return call
 
 
-def measure(n: int, port: int) -> dict:
+def measure(n: int, port: int, keep_alive: float = 5.0, join_timeout: float = 120.0) -> dict:
     server = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
                            timeout=timedelta(seconds=60), use_libuv=True)
     counts, lock = {}, threading.Lock()
@@ -74,7 +74,8 @@ def measure(n: int, port: int) -> dict:
         backend = C10dRendezvousBackend(CountingStore(client, counts, lock), f"run{n}")
         handlers.append(DynamicRendezvousHandler.from_backend(
             run_id=f"run{n}", store=client, backend=backend, min_nodes=n, max_nodes=n,
-            local_addr=f"127.0.0.{i + 2}", timeout=RendezvousTimeout(join=timedelta(seconds=120))))
+            local_addr=f"127.0.0.{i + 2}", timeout=RendezvousTimeout(join=timedelta(seconds=join_timeout)),
+            keep_alive_interval=keep_alive))
     init_cas = counts.get("compare_set", 0)          # one sentinel CAS per backend
 
     def run(i):
@@ -82,7 +83,7 @@ def measure(n: int, port: int) -> dict:
             info = handlers[i].next_rendezvous()
             results[i] = (info.rank, info.world_size)
         except Exception as e:  # noqa: BLE001
-            errors.append(repr(e))
+            errors.append(type(e).__name__)
     t0 = time.perf_counter()
     threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     for t in threads:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -22,42 +21,11 @@ JOIN_TIMEOUT = 40
 
 
 def torch_run(n: int, ka: float, port: int) -> dict:
-    from datetime import timedelta
-    import torch.distributed as dist
-    from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import C10dRendezvousBackend
-    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (DynamicRendezvousHandler,
-                                                                         RendezvousTimeout)
     sys.path.insert(0, str(ROOT / "research"))
-    from c10d_contention_torch import CountingStore
-    server = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
-                           timeout=timedelta(seconds=60), use_libuv=True)
-    counts, lock = {}, threading.Lock()
-    res, errs, hs = [None] * n, [], []
-    for i in range(n):
-        c = dist.TCPStore("127.0.0.1", server.port, is_master=False, timeout=timedelta(seconds=60),
-                          use_libuv=True)
-        b = C10dRendezvousBackend(CountingStore(c, counts, lock), f"r{n}")
-        hs.append(DynamicRendezvousHandler.from_backend(
-            run_id=f"r{n}", store=c, backend=b, min_nodes=n, max_nodes=n, local_addr=f"127.0.0.{i + 2}",
-            timeout=RendezvousTimeout(join=timedelta(seconds=JOIN_TIMEOUT)), keep_alive_interval=ka))
-    c0 = counts.get("compare_set", 0)
-
-    def run(i):
-        try:
-            res[i] = hs[i].next_rendezvous().rank
-        except Exception as e:  # noqa: BLE001
-            errs.append(type(e).__name__)
-    t0 = time.perf_counter()
-    th = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in th:
-        t.start()
-    for t in th:
-        t.join()
-    wall = time.perf_counter() - t0
-    for h in hs:
-        h._stop_heartbeats()
-    return {"completed": all(r is not None for r in res), "seconds": wall,
-            "cas": counts.get("compare_set", 0) - c0, "errors": sorted(set(errs))}
+    from c10d_contention_torch import measure
+    m = measure(n, port, keep_alive=ka, join_timeout=JOIN_TIMEOUT)
+    return {"completed": m["ranks_ok"] and not m["errors"], "seconds": m["wall_s"],
+            "cas": m["compare_set_join"], "errors": sorted(set(m["errors"]))}
 
 
 def model_run(n: int, ka: float) -> dict:
