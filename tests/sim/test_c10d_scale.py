@@ -59,7 +59,7 @@ def test_a_written_blob_is_the_action_applied_and_has_its_size(case, action, nod
     except (KeyError, ValueError):
         return                                            # the decisions never pick this
     p = C10dProtocol.__new__(C10dProtocol)
-    p.s, p.addr_len = S, 7
+    p.s = S
     h = Holder(node, s, pending=(action, WALL))
     blob = p._written(h)
     assert blob._state is None                            # nothing copied until it is read

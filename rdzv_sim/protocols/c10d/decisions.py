@@ -176,10 +176,16 @@ def expired_among(state: State, s: Settings, wall: float, stopped: dict, floor: 
     expire = wall - s.keep_alive_interval * s.keep_alive_max_attempt
     if floor < expire:
         return None
+    return [n for n, beat in stopped_in(state, stopped) if beat < expire]
+
+
+def stopped_in(state: State, stopped: dict):
+    """(node, latest beat) of the blob's nodes whose background beats stopped, walking the
+    smaller of the two."""
     hb = state.last_heartbeats
     if len(stopped) < len(hb):
-        return [n for n, t in stopped.items() if n in hb and max(hb[n], t) < expire]
-    return [n for n, last in hb.items() if n in stopped and max(last, stopped[n]) < expire]
+        return [(n, max(hb[n], t)) for n, t in stopped.items() if n in hb]
+    return [(n, max(last, stopped[n])) for n, last in hb.items() if n in stopped]
 
 
 def sanitize(state: State, s: Settings, wall: float, beats: dict | None = None) -> list[str]:

@@ -18,7 +18,7 @@ next 1 s poll tick, as the real loop would have noticed it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
@@ -46,6 +46,10 @@ class Holder:
     made: bool = False
     cas_attempts: int = 0
     pending: tuple | None = None        # (action, wall time) to write at the next sync
+    addr_len: int = field(init=False, default=0)   # what a descriptor adds to torch's state
+
+    def __post_init__(self):
+        self.addr_len = len(addr_of(self.node))
 
 
 class C10dSettings(ProtocolSettings):
@@ -74,7 +78,6 @@ class C10dProtocol(Protocol):
         self.s = D.Settings(cfg.min_nodes, cfg.max_nodes, cfg.last_call_timeout,
                             cfg.keep_alive_interval, cfg.keep_alive_max_attempt)
         self._holders: dict[str, Holder] = {}      # per agent process (descriptor)
-        self.addr_len = 8
 
     def holder(self, node: NodeInfo) -> Holder:
         d = desc(node.addr, node.pid)
@@ -132,7 +135,7 @@ class C10dProtocol(Protocol):
             listed -= node in st.wait_list
         elif action is D.Action.REMOVE_FROM_REDUNDANCY_LIST:
             listed -= node in st.redundancy_list
-        return Blob(None, blob_size(p, listed, self.addr_len), st,
+        return Blob(None, blob_size(p, listed, h.addr_len), st,
                     lambda new: D.apply(action, new, node, s, wall))
 
     def _run(self, h: Holder, decide, deadline: float, node: NodeInfo):
@@ -177,11 +180,9 @@ class C10dProtocol(Protocol):
         if floor + expiry > wall:
             # the beating cannot expire before floor + expiry; the stopped expire on their own
             wake.append(now + (floor + expiry - wall) + 1e-6)
-            pairs = ((n, t) for n, t in stopped.items() if n in hb) if len(stopped) < len(hb) \
-                else ((n, stopped[n]) for n in hb if n in stopped)
-            for n, t in pairs:
+            for n, beat in D.stopped_in(st, stopped):
                 if n != h.node:
-                    wake.append(now + (max(hb[n], t) + expiry - wall) + 1e-6)
+                    wake.append(now + (beat + expiry - wall) + 1e-6)
         else:
             beats = yield HeartbeatTimes(tuple(hb))
             for n, last in hb.items():
@@ -200,7 +201,6 @@ class C10dProtocol(Protocol):
     def rendezvous(self, node: NodeInfo):
         """`DynamicRendezvousHandler.next_rendezvous`."""
         h = self.holder(node)
-        self.addr_len = len(node.addr)                 # names of one run have one length
         if not h.made:                      # C10dRendezvousBackend.__init__: the sentinel CAS
             h.cas_attempts += 1
             yield CompareSet(self.key, "", NULL_SENTINEL)

@@ -4,8 +4,8 @@ torch pickles `_RendezvousState` and base64-encodes it under one store key. We n
 In the simulator the store holds a `Blob`: the state itself, frozen, with the size torch's
 pickle + base64 would have (fitted to torch 2.13's own encoding, docs/protocols.md), so that
 the store's service and the clients' CPU follow the real size without encoding anything: a
-compare-and-set attempt costs O(1), not O(N), however large the job. `State.encode` is the
-text form (JSON + base64) for anything that must cross a real wire.
+compare-and-set attempt costs O(1), not O(N), however large the job. `State.encode` and the
+text branch of `State.decode` are the readable form (JSON + base64, never pickle).
 Node descriptors are `addr_pid_localid`; ranks are `enumerate(sorted(participants))` over the
 (addr, pid, local_id) tuples, exactly as `_mark_rendezvous_complete` orders them.
 """
@@ -19,8 +19,7 @@ NULL_SENTINEL = "Y2FuaW1hZGFt"          # what c10d_rendezvous_backend writes fo
 
 # torch 2.13's base64(pickle(_RendezvousState)): 288 bytes empty; each participant with its
 # heartbeat 4/3 x (len(addr) + 39), each node of the wait or redundancy list 4/3 x (len(addr) + 35)
-# (fitted at 1,000 to 10,000 nodes: within 2% there, 6% at 100, where pickle's memo is shorter;
-# tests/real/test_c10d_blob_size.py holds it to torch)
+# (the fit: docs/c10d-at-scale.md; tests/real/test_c10d_blob_size.py holds it to torch)
 EMPTY_SIZE = 288
 PARTICIPANT_EXTRA = 39
 LISTED_EXTRA = 35
@@ -94,10 +93,6 @@ class State:
              "wait_list": sorted(self.wait_list), "redundancy_list": sorted(self.redundancy_list),
              "last_heartbeats": {k: _iso(v) for k, v in sorted(self.last_heartbeats.items())}}
         return base64.b64encode(json.dumps(d, sort_keys=True).encode()).decode()
-
-    def size(self, addr_len: int) -> int:
-        return blob_size(len(self.participants), len(self.wait_list) + len(self.redundancy_list),
-                         addr_len)
 
     @staticmethod
     def decode(text: "str | Blob | None") -> "State":
