@@ -4,12 +4,15 @@ Each node gets a listening port of its own that forwards to the store; per node,
 add latency to every chunk in both directions, *cut* the link (a silent partition: bytes are
 held, not delivered, so calls hang as they do when packets are dropped; a heal delivers them,
 as TCP's retransmissions would) or *reset* it (close every connection: the peer sees a
-connection error at once). It runs an asyncio loop on a thread of the launcher; the control
+connection error at once). Hostile stores too: *garble* replaces the store's replies with
+seeded garbage of the same length, *truncate* delivers the first half of the next reply and
+closes the connection; a heal ends both. It runs an asyncio loop on a thread of the launcher; the control
 methods are thread-safe.
 """
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 
 CHUNK = 65536
@@ -20,14 +23,17 @@ class _Link:
 
     def __init__(self):
         self.delay = 0.0
+        self.reply_mode = "pass"                # or "garble", "truncate" (the store's replies)
         self.open = asyncio.Event()
         self.open.set()
         self.writers: set[asyncio.StreamWriter] = set()
 
 
 class FaultProxy:
-    def __init__(self, upstream_host: str, upstream_port: int, listen_host: str = "127.0.0.1"):
+    def __init__(self, upstream_host: str, upstream_port: int, listen_host: str = "127.0.0.1",
+                 seed: int = 0):
         self.upstream = (upstream_host, upstream_port)
+        self.rng = random.Random(seed)
         self.listen_host = listen_host
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="fault-proxy")
@@ -53,7 +59,15 @@ class FaultProxy:
         self.loop.call_soon_threadsafe(self.links[name].open.clear)
 
     def heal(self, name: str) -> None:
+        """End a cut (delivering what it held) and any hostile reply mode."""
+        self.loop.call_soon_threadsafe(setattr, self.links[name], "reply_mode", "pass")
         self.loop.call_soon_threadsafe(self.links[name].open.set)
+
+    def garble(self, name: str) -> None:
+        self.loop.call_soon_threadsafe(setattr, self.links[name], "reply_mode", "garble")
+
+    def truncate(self, name: str) -> None:
+        self.loop.call_soon_threadsafe(setattr, self.links[name], "reply_mode", "truncate")
 
     def reset(self, name: str) -> None:
         async def go():
@@ -89,7 +103,8 @@ class FaultProxy:
             await link.open.wait()                  # a cut link does not even reach the store
             up_reader, up_writer = await asyncio.open_connection(*self.upstream)
             link.writers.add(up_writer)
-            await asyncio.gather(self._pump(link, reader, up_writer), self._pump(link, up_reader, writer))
+            await asyncio.gather(self._pump(link, reader, up_writer),
+                                 self._pump(link, up_reader, writer, reply=True))
         except (ConnectionError, OSError):
             pass
         finally:
@@ -98,8 +113,7 @@ class FaultProxy:
                     link.writers.discard(w)
                     w.transport.abort()
 
-    @staticmethod
-    async def _pump(link: _Link, reader, writer) -> None:
+    async def _pump(self, link: _Link, reader, writer, reply: bool = False) -> None:
         while True:
             data = await reader.read(CHUNK)
             if not data:
@@ -108,5 +122,12 @@ class FaultProxy:
             if link.delay:
                 await asyncio.sleep(link.delay)
             await link.open.wait()                  # held while cut, delivered on heal
+            if reply and link.reply_mode == "garble":
+                data = bytes(self.rng.getrandbits(8) for _ in data)
+            elif reply and link.reply_mode == "truncate":
+                writer.write(data[:max(1, len(data) // 2)])
+                await writer.drain()
+                writer.transport.abort()
+                return
             writer.write(data)
             await writer.drain()

@@ -101,9 +101,15 @@ class RealRuntime:
         import torch.distributed as dist
 
         def make():
-            with _CONNECT_LOCK:
+            # one at a time, but never behind a construction that hangs (a silent store): a
+            # maker that waited its deadline for the lock goes ahead without it
+            locked = _CONNECT_LOCK.acquire(timeout=self.op_timeout)
+            try:
                 return dist.TCPStore(self.host, self.port, is_master=False, wait_for_workers=False,
                                      timeout=timedelta(seconds=self.op_timeout), use_libuv=True)
+            finally:
+                if locked:
+                    _CONNECT_LOCK.release()
         fut = self.pool.submit(make)
         try:
             return fut.result(timeout=self.op_timeout + 1.0)

@@ -38,6 +38,12 @@ class HrwSettings(ProtocolSettings):
         return (self.last_call_timeout + self.close_grace + self.hole_grace + self.confirm_timeout
                 + self.probe_interval + self.probe_timeout)
 
+    def close_due(self, joins: list[float]) -> float | None:
+        """The max_nodes-th joiner closes at once; else the min_nodes-th after last call."""
+        if len(joins) >= self.max_nodes:
+            return joins[self.max_nodes - 1]
+        return joins[self.min_nodes - 1] + self.last_call_timeout if len(joins) >= self.min_nodes else None
+
 
 class HrwProtocol(Protocol):
     name = "hrw"

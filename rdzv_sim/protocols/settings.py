@@ -32,3 +32,8 @@ class ProtocolSettings(BaseModel):
         """Seconds the protocol's own timers can add to one round after the faults stop (the
         liveness bound of `rdzv_sim.testing` adds the agent's and the store's)."""
         return 0.0
+
+    def close_due(self, joins: list[float]) -> float | None:
+        """When a round with no faults closes, from its members' join times (ascending, settings
+        resolved); the prompt-round check of `rdzv_sim.testing` adds round trips. None: no promise."""
+        return None

@@ -28,6 +28,10 @@ class StaticSettings(ProtocolSettings):
             out.append((("scheduler", "hot_spares"), "a static world cannot take a spare in a failed rank's place"))
         return out
 
+    def close_due(self, joins: list[float]) -> float | None:
+        """The world is complete when its last rank has joined."""
+        return joins[-1] if len(joins) == self.max_nodes else None
+
 
 class StaticProtocol(Protocol):
     name = "static"

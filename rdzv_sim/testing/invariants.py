@@ -161,6 +161,22 @@ def members_were_alive(events: pd.DataFrame) -> list[Violation]:
     return out
 
 
+def confirmed_before_ranks(events: pd.DataFrame) -> list[Violation]:
+    """A barrier protocol (hrw, static): every member confirms before any member learns its
+    rank, so no member starts a world whose other members might be dead. (torch's c10d has no
+    such barrier: a participant returns as soon as it sees the round complete.)"""
+    out = []
+    conf = events[events["event"] == "confirmed"]
+    for rnd, g in _assigned(events).groupby("round"):
+        n = _detail(g["detail"].iloc[0])["nnodes"]
+        first = g.index.min()                           # row order is event order
+        before = conf[(conf["round"] == rnd) & (conf.index < first)]["node"].nunique()
+        if before < n:
+            out.append(Violation("confirmed_before_ranks",
+                                 f"a rank was given when {before} of {n} members had confirmed", int(rnd)))
+    return out
+
+
 def ranks_follow_hrw(events: pd.DataFrame, run_id: str) -> list[Violation]:
     """hrw protocol: ranks are the HRW order of the run id over the members, nothing else."""
     from hrw import Placement
@@ -219,9 +235,11 @@ def register_invariant(protocol: str, check) -> None:
     PROTOCOL_INVARIANTS.setdefault(protocol, []).append(check)
 
 
-PROTOCOL_INVARIANTS: dict[str, list] = {"hrw": [
-    lambda t, sc: ranks_follow_hrw(t["events"], sc.protocol.run_id),
-    lambda t, sc: hrw_moves_are_minimal(t["rounds"])]}
+PROTOCOL_INVARIANTS: dict[str, list] = {
+    "hrw": [lambda t, sc: ranks_follow_hrw(t["events"], sc.protocol.run_id),
+            lambda t, sc: hrw_moves_are_minimal(t["rounds"]),
+            lambda t, sc: confirmed_before_ranks(t["events"])],
+    "static": [lambda t, sc: confirmed_before_ranks(t["events"])]}
 
 
 # --- liveness --------------------------------------------------------------------------
@@ -244,8 +262,52 @@ def quiet_time(scenario) -> float:
     return t
 
 
-def check_liveness(tables: dict, scenario, slack: float = 1.0) -> Report:
-    """Once faults stop and >= min_nodes are up, the live nodes form a round within the bound.
+VALUE_BYTES = 512          # a store value per host, generously (c10d's blob: ~220 B per host)
+PROMPT_ROUND_TRIPS = 12    # hrw after its close: 8 requests in a row; c10d and static fewer
+
+
+def round_trip(scenario) -> float:
+    """An upper bound on one store request in a run without faults: both ways over the longest
+    path, the store serving every host's request ahead of it, and the client's encode/decode."""
+    topo, cpu, store = scenario.cluster.topology, scenario.cluster.cpu, scenario.store
+    n = scenario.cluster.nodes
+    one_way = 2 * (topo.link_latency + topo.spine_latency) * (1 + topo.jitter)
+    size = VALUE_BYTES * (n + 1)
+    serve = (n + 1) * (store.service_base + store.service_per_byte * size)
+    crowd = n / cpu.shared_cores if cpu.shared_cores else 1.0
+    client = 2 * (cpu.base + cpu.per_byte * size + cpu.first_of) * max(1.0, crowd)
+    return 2 * one_way + serve + client
+
+
+def rounds_are_prompt(events: pd.DataFrame, scenario,
+                      round_trips: int = PROMPT_ROUND_TRIPS) -> list[Violation]:
+    """Round 0, with no fault before it, completes by its protocol's close rule (`close_due`
+    of the settings: last call, or at once when full) plus a few round trips."""
+    if scenario.random_faults:
+        return []
+    done = _assigned(events)
+    done = done[done["round"] == 0]
+    if done.empty:
+        return []
+    ev = events
+    joins = ev[(ev["event"] == "join") & (ev["round"] == 0) & ev["node"].isin(set(done["node"]))]
+    due = scenario.protocol.resolved(scenario.cluster.nodes).close_due(sorted(joins["t"]))
+    if due is None:
+        return []
+    bound = due + round_trips * round_trip(scenario)
+    if any(getattr(f, "at", math.inf) <= bound for f in scenario.faults):
+        return []
+    end = float(done["t"].max())
+    if end > bound:
+        return [Violation("rounds_are_prompt", f"completed at {end:.6g} s, due by {due:.6g} s "
+                          f"+ {round_trips} round trips = {bound:.6g} s", 0)]
+    return []
+
+
+def check_liveness(tables: dict, scenario, slack: float = 1.0, prompt: bool = True) -> Report:
+    """Once faults stop and >= min_nodes are up, the live nodes form a round within the bound;
+    and round 0 before any fault is prompt (`rounds_are_prompt`, the simulator's timing: pass
+    prompt=False on real traces).
 
     The bound comes from the settings (`liveness_bound`); `slack` multiplies it (use generous
     slack on real traces). Scenarios that lose the store are exempt: the job ends instead.
@@ -253,12 +315,13 @@ def check_liveness(tables: dict, scenario, slack: float = 1.0) -> Report:
     ev = tables["events"]
     if scenario.random_faults or (ev["event"] == "store_lost").any():
         return Report()
+    prompt = rounds_are_prompt(ev, scenario) if prompt else []
     t_quiet = quiet_time(scenario)
     deadline = t_quiet + slack * liveness_bound(scenario)
     if deadline > scenario.duration:
         return Report([Violation("liveness", f"run too short to judge: needs {deadline:.1f} s")])
     report = converged(ev, deadline, scenario.min_nodes, scenario.max_nodes)
-    return Report(known_for(scenario.protocol.name, report.violations, scenario))
+    return Report(known_for(scenario.protocol.name, prompt + report.violations, scenario))
 
 
 def alive_nodes(events: pd.DataFrame) -> set:

@@ -1,10 +1,11 @@
 """Known-bad variants of `hrw` and `static`, each with one realistic bug, registered like any
-user protocol (and held to hrw's own invariants where they claim its ranks)."""
+user protocol and held to their parent's own invariants."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 import rdzv_sim
+from rdzv_sim.ops import Emit, Sleep
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 from rdzv_sim.protocols.static import StaticProtocol, StaticSettings
 from rdzv_sim.testing.invariants import PROTOCOL_INVARIANTS, register_invariant
@@ -38,11 +39,33 @@ class StaticOffByOne(StaticProtocol):
         return result
 
 
-MUTANTS = {ArrivalRanks.name: (ArrivalRanks, HrwSettings),
-           WrongWorld.name: (WrongWorld, HrwSettings),
-           StaticOffByOne.name: (StaticOffByOne, StaticSettings)}
-for name, (cls, settings) in MUTANTS.items():
+class NoConfirm(HrwProtocol):
+    """Members take their rank without the confirm barrier: a slot whose host died after it
+    joined stays in the round, and its peers start a world that cannot form."""
+    name = "mutant-no-confirm"
+
+    def _confirm(self, result):
+        yield Emit("confirmed", round=result.round, rank=result.rank)
+
+
+class PatientCloser(HrwProtocol):
+    """The max_nodes-th joiner waits last call before it closes, as if the round were not full:
+    nothing is wrong but every full round is late (only a timing property can see it)."""
+    name = "mutant-patient-closer"
+
+    def _await_closure(self, rnd, slot, node, deadline):
+        if slot == self.cfg.max_nodes:
+            yield Sleep(self.cfg.last_call_timeout)
+        return (yield from super()._await_closure(rnd, slot, node, deadline))
+
+
+# name -> (protocol, settings, how the hunt draws faults: `fault_schedules` arguments)
+MUTANTS = {ArrivalRanks.name: (ArrivalRanks, HrwSettings, {}),
+           WrongWorld.name: (WrongWorld, HrwSettings, {}),
+           NoConfirm.name: (NoConfirm, HrwSettings, {}),
+           PatientCloser.name: (PatientCloser, HrwSettings, {}),
+           StaticOffByOne.name: (StaticOffByOne, StaticSettings, {})}
+for name, (cls, settings, _) in MUTANTS.items():
     rdzv_sim.register_protocol(name, cls, settings, replace=True)
-    if settings is HrwSettings:                  # they claim hrw's promises
-        for check in PROTOCOL_INVARIANTS["hrw"]:
-            register_invariant(name, check)
+    for check in PROTOCOL_INVARIANTS[cls.__mro__[1].name]:      # they claim their parent's promises
+        register_invariant(name, check)

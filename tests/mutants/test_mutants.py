@@ -15,11 +15,12 @@ FOUND: dict[str, bool] = {}
 def hunt(name):
     """Run the strategies against mutant `name`; the first failing scenario, or None."""
     found = []
+    faults = {"kinds": ("crash", "restart"), "max_faults": 2} | MUTANTS[name][2]
 
     @settings(max_examples=BUDGET, deadline=None, derandomize=True, database=None,
               phases=[Phase.generate], suppress_health_check=[HealthCheck.too_slow])
     @given(scenarios(protocol=name, nodes=st.integers(2, 5),
-                     faults=lambda n: fault_schedules(n, kinds=("crash", "restart"), max_faults=2)))
+                     faults=lambda n: fault_schedules(n, **faults)))
     def body(sc):
         try:
             check_run(sc)

@@ -163,3 +163,63 @@ def test_a_member_that_joined_in_an_earlier_round_starts_the_round_it_is_in():
         t.rank(26.2, n, 2, i, 3)
     r = rounds_table(t.df)
     assert r["start"].tolist() == [14.4, 24.2] and (r["latency"] >= 0).all()
+
+
+# --- confirmed_before_ranks (the barrier of hrw and static) ----------------------------------
+def test_every_member_confirms_before_any_rank():
+    assert I.confirmed_before_ranks(Trace().round(0, ["a", "b", "c"]).df) == []
+    t = Trace().add(0.9, "a", "confirmed", 0, 0).add(0.9, "b", "confirmed", 0, 1)
+    t.rank(1.0, "a", 0, 0, 3).add(1.1, "c", "confirmed", 0, 2)     # a's rank before c confirmed
+    t.rank(1.2, "b", 0, 1, 3).rank(1.2, "c", 0, 2, 3)
+    v = I.confirmed_before_ranks(t.df)
+    assert kinds(v) == [("confirmed_before_ranks", 0, None)] and "2 of 3" in v[0].message
+    twice = Trace().add(0.9, "a", "confirmed", 0, 0).add(0.9, "a", "confirmed", 0, 0)
+    twice.rank(1.0, "a", 0, 0, 2).rank(1.0, "b", 0, 1, 2)            # one node twice is one
+    assert kinds(I.confirmed_before_ranks(twice.df)) == [("confirmed_before_ranks", 0, None)]
+
+
+# --- rounds_are_prompt: round 0 by its close rule plus a few round trips -------------------
+def prompt_scenario(protocol="hrw", faults=(), **settings):
+    from rdzv_sim.scenario import load
+    return load({"name": "prompt", "duration": 100, "cluster": {"nodes": 3, "nproc_per_node": 1},
+                 "store": {"host": None}, "faults": list(faults),
+                 "protocol": {"name": protocol} | settings})
+
+
+def joined(times, rank_at):
+    t = Trace()
+    for i, at in enumerate(times):
+        t.add(at, f"n{i}", "join", 0)
+    for i in range(len(times)):
+        t.rank(rank_at, f"n{i}", 0, i, len(times))
+    return t.df
+
+
+@pytest.mark.parametrize("times, due", [([0.1, 0.2, 0.3], 0.3),      # full: the 3rd closes at once
+                                        ([0.1, 0.2], 2.2)])          # min 2 joined: last call 2 s
+def test_hrw_round_zero_is_due_by_its_close_rule(times, due):
+    sc = prompt_scenario(min_nodes=2, max_nodes=3, last_call_timeout=2.0)
+    slack = I.PROMPT_ROUND_TRIPS * I.round_trip(sc)
+    assert 0 < slack < 0.01
+    assert I.rounds_are_prompt(joined(times, due + slack * 0.99), sc) == []
+    v = I.rounds_are_prompt(joined(times, due + slack * 1.01), sc)
+    assert kinds(v) == [("rounds_are_prompt", 0, None)] and f"due by {due:.6g} s" in v[0].message
+
+
+def test_a_fault_before_the_bound_lifts_the_promise():
+    late = joined([0.1, 0.2, 0.3], 5.0)
+    assert len(I.rounds_are_prompt(late, prompt_scenario())) == 1
+    crash = [{"kind": "crash", "node": 2, "at": 0.25}]
+    assert I.rounds_are_prompt(late, prompt_scenario(faults=crash)) == []
+    after = [{"kind": "crash", "node": 2, "at": 1.0}]                # after the bound: no excuse
+    assert len(I.rounds_are_prompt(late, prompt_scenario(faults=after))) == 1
+
+
+def test_close_rules_of_static_and_c10d():
+    from rdzv_sim.protocols.c10d.protocol import SYNC_DELAY
+    st = prompt_scenario("static").protocol.resolved(3)
+    assert st.close_due([0.1, 0.2, 0.4]) == 0.4 and st.close_due([0.1, 0.2]) is None
+    c = prompt_scenario("c10d", min_nodes=2, max_nodes=3, last_call_timeout=2.0).protocol
+    assert c.close_due([0.1, 0.2, 0.3]) == 0.3 + SYNC_DELAY                 # the others' next sync
+    assert c.close_due([0.1, 0.2]) == 0.2 + 2.0 + 2 * SYNC_DELAY            # deadline set once, at min
+    assert c.close_due([0.1]) is None

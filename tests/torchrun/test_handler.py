@@ -106,3 +106,36 @@ def test_run_ids_stay_apart_and_closing(store):
 def test_a_fixed_rank_is_refused_by_name(store):
     with pytest.raises(ValueError, match="rank=.*static backend"):
         get_rendezvous_handler(params(store, "a", rank="0"))
+
+
+@pytest.mark.parametrize("fault", ["cut", "garble", "truncate"])
+def test_a_hostile_store_fails_the_call_within_read_timeout_and_the_agent_recovers(store, fault):
+    """A store that goes silent with the connection open, answers garbage, or closes in the
+    middle of a reply: the agent's call fails as torchrun expects (a connection error) within
+    its read_timeout and a backstop, never hangs, and the next rendezvous after the heal works."""
+    from torch.distributed.elastic.rendezvous.api import RendezvousConnectionError, RendezvousError
+    from real_backend.proxy import FaultProxy
+    proxy = FaultProxy("127.0.0.1", store.port)
+    try:
+        port = proxy.add("agent")
+        conf = {"last_call_timeout": "0", "join_timeout": "20", "is_host": "false",
+                "read_timeout": "2", "node_name": "solo"}
+        h = get_rendezvous_handler(RendezvousParameters(
+            "hrw", f"127.0.0.1:{port}", f"hostile-{fault}", 1, 1, local_addr="127.0.0.1", **conf))
+        first = h.next_rendezvous()
+        getattr(proxy, fault)("agent")
+        t = time.monotonic()
+        with pytest.raises(RendezvousError) as err:
+            h.next_rendezvous()
+        took = time.monotonic() - t
+        assert isinstance(err.value, RendezvousConnectionError), err.value
+        # one call (2 s + the runtime's 1 s backstop), a reconnect (the same) and the watcher's
+        # 5 s join: a hang would be minutes (a garbled length prefix) or forever (a cut)
+        assert took < 15.0, took
+        proxy.heal("agent")
+        again = h.next_rendezvous()
+        assert again.rank == 0 and again.world_size == 1
+        assert first.rank == 0 and h._last.round >= 1          # a new round, not the old one
+        h.shutdown()
+    finally:
+        proxy.close()

@@ -65,6 +65,16 @@ class C10dSettings(ProtocolSettings):
         return (self.last_call_timeout + self.keep_alive_interval * self.keep_alive_max_attempt
                 + D.ROLLBACK_PERIOD + 30.0 + SYNC_DELAY)
 
+    def close_due(self, joins: list[float]) -> float | None:
+        """Complete at the max_nodes-th join; else once a participant syncs past the last-call
+        deadline (torch sets it once, when min_nodes is reached). Either way the others learn
+        it at their next sync."""
+        if len(joins) >= self.max_nodes:
+            return joins[self.max_nodes - 1] + SYNC_DELAY
+        if len(joins) < self.min_nodes:
+            return None
+        return joins[self.min_nodes - 1] + self.last_call_timeout + 2 * SYNC_DELAY
+
 
 class C10dProtocol(Protocol):
     name = "c10d"
