@@ -83,6 +83,10 @@ class FaultProxy:
                 link.open.set()
                 for w in list(link.writers):
                     w.transport.abort()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         try:
             self._run(go(), timeout=5.0)
         finally:

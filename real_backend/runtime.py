@@ -5,7 +5,10 @@ paused store (SIGSTOP) or a silent partition makes TCPStore calls hang far past 
 each call runs on a worker thread, and a call that outlives the deadline is abandoned together
 with its connection (a fresh one replaces it) and raises StoreTimeout into the protocol. A dead
 store raises StoreError. `FirstOf` store branches run on connections of their own (a blocking
-get holds its connection), waiting in 1 s slices so that a cancelled branch ends soon.
+get holds its connection), each on a thread of its own. A branch waits in slices, each ending
+when the FirstOf's own timer would or after `SLICE` at most: a branch whose sibling won ends
+by then and hands its connection back. Each slice that times out makes TCPStore log a
+warning, so slices are long (a watch with no timer logs once a minute, not every second).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import numpy as np
 
 from rdzv_sim import ops as O
 
-SLICE = 1.0          # a FirstOf store branch re-checks its cancel flag this often
+SLICE = 60.0         # the longest a FirstOf store branch waits before re-checking its cancel flag
 # Making a TCPStore client can be slow now and then (torch looks up the peer's name; see
 # docs/troubleshooting.md), and concurrent constructions queue behind a slow one. So
 # connections are made one at a time and kept: FirstOf branches reuse spares, `prepare` makes
@@ -227,8 +230,9 @@ class RealRuntime:
         raise TypeError(f"not a store operation: {op!r}")
 
     # --- FirstOf -------------------------------------------------------------------------
-    def _branch(self, op, cancel: threading.Event):
-        """A blocking read on a connection of its own, in slices, until done or cancelled."""
+    def _branch(self, op, cancel: threading.Event, until: float | None = None):
+        """A blocking read on a connection of its own, in slices (to `until`, the FirstOf's
+        timer, when it has one), until done or cancelled."""
         store = None
         try:
             with self._spare_lock:
@@ -239,8 +243,10 @@ class RealRuntime:
             limit = op.timeout if op.timeout is not None else self.op_timeout
             start = time.monotonic()
             while not cancel.is_set():
+                now = time.monotonic()
+                ends = [now + SLICE, start + limit + 0.01] + ([until] if until and until > now else [])
                 try:
-                    store.wait(keys, timedelta(seconds=SLICE))
+                    store.wait(keys, timedelta(seconds=max(0.01, min(ends) - now)))
                     break
                 except Exception as e:  # noqa: BLE001
                     if not _is_timeout(e):
@@ -263,22 +269,34 @@ class RealRuntime:
         except Exception as e:  # noqa: BLE001
             return O.StoreError(str(e))
 
+    def _start_branch(self, op, cancel: threading.Event, until: float | None) -> cf.Future:
+        """A branch on a daemon thread (not the pool: one whose sibling won may block to the
+        end of its slice, and many such must never starve the store calls)."""
+        fut: cf.Future = cf.Future()
+
+        def run():
+            fut.set_result(self._branch(op, cancel, until))
+        threading.Thread(target=run, daemon=True, name="store-branch").start()
+        return fut
+
     def first_of(self, op: O.FirstOf):
         cancel = threading.Event()
         futures, deadline, locals_ = {}, None, {}
+        now = time.monotonic()
         for i, br in enumerate(op.branches):
             t = type(br)
             if t is O.Sleep:
-                d = time.monotonic() + br.seconds
+                d = now + br.seconds
                 deadline = d if deadline is None else min(deadline, d)
                 locals_[i] = ("sleep", d)
             elif t is O.Local:
                 locals_[i] = ("local", br.name)
-            elif t in (O.Get, O.Wait, O.MultiGet):
-                self.ops += 1
-                futures[i] = self.pool.submit(self._branch, br, cancel)
-            else:
+            elif t not in (O.Get, O.Wait, O.MultiGet):
                 raise TypeError(f"FirstOf cannot wait on {br!r} in the real runtime")
+        for i, br in enumerate(op.branches):
+            if type(br) in (O.Get, O.Wait, O.MultiGet):
+                self.ops += 1
+                futures[i] = self._start_branch(br, cancel, deadline)
         try:
             while True:
                 for i in range(len(op.branches)):       # earliest branch wins a tie

@@ -6,7 +6,8 @@ project makes `torchrun --rdzv-backend=hrw --rdzv-endpoint=HOST:PORT --rdzv-id=J
 (`rdzv_sim.protocols.hrw`) on the real runtime; nothing here decides membership.
 
 - A node is its host (`--local-addr`, else the host name; `node_name=` overrides), so an agent
-  that restarts on the same host replaces its old slot instead of counting twice.
+  that restarts on the same host replaces its old slot instead of counting twice; a second
+  live agent on the host is `host#2` (identity.py tells the live from the dead).
 - Every joiner reserves a port for its workers' store and puts it in its descriptor; the closer
   writes rank 0's address *and* port into every member's assignment, so a node that joins a
   later round as a non-zero rank has MASTER_ADDR/MASTER_PORT with its rank (torch 2.13's own
@@ -18,6 +19,7 @@ project makes `torchrun --rdzv-backend=hrw --rdzv-endpoint=HOST:PORT --rdzv-id=J
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -38,9 +40,11 @@ from rdzv_sim.protocols.agent import AgentConfig, Exit, rendezvous_with_retry, w
 from rdzv_sim.protocols.base import NodeInfo
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 
+from . import identity
 from .launcher import free_port
 from .runtime import RealRuntime
 
+log = logging.getLogger(__name__)        # torchrun's LOGLEVEL applies, as to torch's own handler
 DEFAULT_PORT = 29400
 # --rdzv-conf keys besides the protocol's settings (HrwSettings: join_timeout, last_call_timeout,
 # confirm_timeout, ...); torch c10d's own are accepted and ignored, so one --rdzv-conf serves both
@@ -119,7 +123,9 @@ class HrwRendezvousHandler(RendezvousHandler):
         self.protocol = HrwProtocol(self.cfg)
         self.agent_cfg = AgentConfig(max_rendezvous_attempts=int(params.config.get("max_attempts", 20)))
         self.addr = params.local_addr or socket.getfqdn()
-        self.name = str(params.config.get("node_name") or self.addr)
+        explicit = params.config.get("node_name")
+        self.name, self._identity = identity.claim(str(explicit or self.addr), self.run_id,
+                                                   explicit=bool(explicit))
         self._trace = params.config.get("trace_file") or os.environ.get("RDZV_SIM_TRACE")
         self._trace_lock = threading.Lock()
         self._t0 = time.monotonic()
@@ -186,9 +192,13 @@ class HrwRendezvousHandler(RendezvousHandler):
             self._last = None
         if self.is_closed():
             raise RendezvousClosedError(f"the rendezvous {self.run_id!r} is closed")
+        log.info("The node '%s' attempts to join the next round of the hrw rendezvous '%s'.",
+                 self.name, self.run_id)
         node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=free_port(self.addr))
         result = self._drive(rendezvous_with_retry(node, self.protocol, self.agent_cfg))
         if isinstance(result, Exit):
+            log.warning("The node '%s' gives up the hrw rendezvous '%s': %s %s", self.name,
+                        self.run_id, result.reason, result.why)
             self._emit(time.monotonic() - self._t0, O.Emit("agent_exit", detail={"reason": result.reason}))
             if result.reason == "rendezvous_closed":
                 raise RendezvousClosedError(result.why)
@@ -196,6 +206,10 @@ class HrwRendezvousHandler(RendezvousHandler):
                 raise RendezvousConnectionError(f"hrw rendezvous lost the store: {result.why}")
             raise RendezvousTimeoutError(f"hrw rendezvous gave up: {result.reason} {result.why}".strip())
         self._last, self._waiting = result, 0
+        log.info("The node '%s' has joined round %d of the hrw rendezvous '%s' as rank %d in a "
+                 "world of size %d (%d workers; rank 0 at %s:%d).", self.name, result.round,
+                 self.run_id, result.rank, result.nnodes, result.world_size, result.master,
+                 result.master_port)
         self._start_watch(result, node)
         store = dist.PrefixStore(f"rdzv/{self.run_id}/r{result.round}/agent/", self._agent_store())
         return RendezvousInfo(store, result.rank, result.nnodes,
@@ -224,6 +238,8 @@ class HrwRendezvousHandler(RendezvousHandler):
         for rt in (self.rt, self._watch_rt):
             if rt is not None:
                 rt.close()
+        identity.release(self._identity)
+        self._identity = None
         return True
 
     # --- the watcher: keeps num_nodes_waiting current, answers probes ------------------

@@ -78,6 +78,8 @@ class Demo:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log, self.stop = self.dir / "steps.jsonl", self.dir / "STOP"
         self.step_time, self.monitor, self.timeout, self.conf = step_time, monitor_interval, timeout, conf
+        self.max_restarts, self.pg_timeout, self.nnodes, self.steps = 5, 30.0, "2:3", 100_000
+        self.nproc, self.cpp_log_level = 1, "ERROR"      # TCPStore warns on every wait that times out
         self.agents: dict[str, subprocess.Popen] = {}
         self.started: dict[str, float] = {}
         self.store = None
@@ -94,19 +96,26 @@ class Demo:
             raise DemoFailed("the store process did not start within 60 s")
         self.port = parent.recv()
 
-    def start_agent(self, name: str, addr: str) -> float:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2:3", "--nproc-per-node=1",
-               f"--rdzv-backend={self.backend}", f"--rdzv-endpoint=127.0.0.1:{self.port}",
-               "--rdzv-id=elastic-demo", f"--rdzv-conf={self.conf}", f"--local-addr={addr}",
-               "--max-restarts=5", f"--monitor-interval={self.monitor}",
+    def endpoint_port(self, name: str) -> int:
+        """The store port agent `name` is given (the soak puts a fault proxy in between)."""
+        return self.port
+
+    def start_agent(self, name: str, addr: str | None) -> float:
+        """Agent `name` on loopback address `addr` (None: no --local-addr, the host's name)."""
+        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={self.nnodes}", f"--nproc-per-node={self.nproc}",
+               f"--rdzv-backend={self.backend}", f"--rdzv-endpoint=127.0.0.1:{self.endpoint_port(name)}",
+               "--rdzv-id=elastic-demo", f"--rdzv-conf={self.conf}",
+               *([f"--local-addr={addr}"] if addr else []),
+               f"--max-restarts={self.max_restarts}", f"--monitor-interval={self.monitor}",
                "-m", "real_backend.tools.train_demo", "--ckpt-dir", str(self.dir / "ckpt"), "--step-log", str(self.log),
-               "--stop-file", str(self.stop), "--step-time", str(self.step_time), "--steps", "100000"]
+               "--stop-file", str(self.stop), "--step-time", str(self.step_time), "--steps", str(self.steps),
+               "--pg-timeout", str(self.pg_timeout)]
         env = dict(os.environ, DEMO_NODE=name, RDZV_SIM_TRACE=str(self.dir / f"trace-{name}.jsonl"),
                    # torch 2.13's c10d cannot grow back while it shares its store with the
                    # workers (stale keys under the same attempt prefix); hrw never shares
                    TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1", OMP_NUM_THREADS="1",
                    LOGLEVEL="WARNING", PYTHONUNBUFFERED="1",
-                   TORCH_CPP_LOG_LEVEL="ERROR")   # TCPStore warns on every 1 s wait slice
+                   TORCH_CPP_LOG_LEVEL=self.cpp_log_level)
         out = open(self.dir / f"agent-{name}.log", "ab")
         t = self.started[name] = time.time()
         self.agents[name] = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,

@@ -6,7 +6,8 @@ Every rank fits the same vector to a target with gradients averaged by all-reduc
 CPU, NCCL where each rank has a GPU). Rank 0 checkpoints every `--ckpt-every` steps (write to
 a temporary file, then rename, so a crash never leaves half a checkpoint); every rank resumes
 from the newest one when torchrun restarts it, whatever the new world size. Each rank appends
-one JSON line per step to `--step-log` (time, step, rank, world size, host, restart count), which is
+one JSON line per step to `--step-log` (time, step, rank, world size, host, restart count,
+local rank and local world size, and for rank 0 the newest checkpoint it has written), which is
 what the elastic test and `benchmarks/torchrun_elastic.py` read. Training stops at `--steps`,
 or early when the file `--stop-file` exists: rank 0 reads it and all ranks learn it through the
 same all-reduce, so they stop at one step together.
@@ -47,7 +48,7 @@ def main(argv=None) -> int:
     if os.path.exists(path):
         state = torch.load(path, map_location=device, weights_only=True)   # tensors and ints only
         w, step = state["w"].to(device), int(state["step"])
-    resumed_from = step
+    resumed_from = saved = step
     target = torch.arange(8, dtype=torch.float32, device=device)
     host = os.environ.get("DEMO_NODE") or os.uname().nodename     # the demo names its nodes
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))
@@ -62,11 +63,15 @@ def main(argv=None) -> int:
         log.write(json.dumps({"t": time.time(), "step": step, "rank": rank, "world": world,
                               "addr": os.environ.get("MASTER_ADDR"), "host": host,
                               "restart": restart, "resumed_from": resumed_from,
+                              "ckpt": saved if rank == 0 else None,
+                              "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
+                              "local_world": int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
                               "loss": float(((w - target) ** 2).sum())}) + "\n")
         if rank == 0 and step % a.ckpt_every == 0:
             tmp = path + f".tmp{os.getpid()}"
             torch.save({"w": w.cpu(), "step": step}, tmp)
             os.replace(tmp, path)
+            saved = step
         if buf[-1].item() > 0:
             break
     log.close()

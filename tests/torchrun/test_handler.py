@@ -89,6 +89,20 @@ def test_ranks_store_waiting_and_a_late_non_zero_rank_gets_its_master(store):
         h.shutdown()
 
 
+def test_each_rendezvous_logs_what_it_did_at_info(store, caplog):
+    """In torch's style: one line on the attempt, one on the round joined, nothing else."""
+    import logging
+    h = get_rendezvous_handler(params(store, "logger", run_id="logs", lo=1, hi=1))
+    with caplog.at_level(logging.INFO, logger="real_backend.torchrun_plugin"):
+        h.next_rendezvous()
+    lines = [r.getMessage() for r in caplog.records if r.name == "real_backend.torchrun_plugin"]
+    assert len(lines) == 2, lines
+    assert lines[0] == "The node 'logger' attempts to join the next round of the hrw rendezvous 'logs'."
+    assert lines[1].startswith("The node 'logger' has joined round 0 of the hrw rendezvous 'logs' "
+                               "as rank 0 in a world of size 1")
+    h.shutdown()
+
+
 def test_run_ids_stay_apart_and_closing(store):
     a = get_rendezvous_handler(params(store, "x", run_id="one", lo=1, hi=1))
     b = get_rendezvous_handler(params(store, "y", run_id="two", lo=1, hi=1))
