@@ -27,9 +27,11 @@ from . import node as node_mod
 from .proxy import FaultProxy
 from .runtime import SUPPORTS
 
-# torch's c10d handler reads the host clock, which a process on this machine cannot skew;
-# hrw and static never read the wall clock, so a skew cannot change them
-UNSUPPORTED = {"clock_skew"}
+# fault kinds the real launcher cannot do, and why
+UNSUPPORTED = {"clock_skew": "torch's c10d reads the host clock, which cannot be skewed here, and "
+                             "hrw/static never read it",
+               "straggler": "the launcher's workers run no training steps to slow down (the "
+                            "training model charges a straggler in simulation)"}
 
 
 class RealRun:
@@ -42,12 +44,11 @@ class RealRun:
         # torch's StaticTCPRendezvous: its store listens on node 0's address, on this port
         self.static_port = free_port("127.0.0.2") if torch_static else None
         refuse(self.sc)
-        bad = sorted({f.kind for f in self.sc.faults} & UNSUPPORTED)
-        if bad or self.sc.random_faults:
-            raise ValueError(f"the real launcher does not do {', '.join(bad) or 'random faults'}: "
-                             "torch's c10d reads the host clock, which cannot be skewed here, and "
-                             "hrw/static never read it" if bad else
-                             "the real launcher does not do random faults: list them under faults:")
+        bad = sorted({f.kind for f in self.sc.faults} & set(UNSUPPORTED))
+        if bad:
+            raise ValueError(f"the real launcher does not do {bad[0]}: {UNSUPPORTED[bad[0]]}")
+        if self.sc.random_faults:
+            raise ValueError("the real launcher does not do random faults: list them under faults:")
         self.host = host
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="rdzv-real-"))
         self.dir.mkdir(parents=True, exist_ok=True)

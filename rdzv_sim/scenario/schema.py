@@ -115,6 +115,11 @@ class Scheduler(Strict):
     requeue_delay: NonNegativeFloat | None = None
     # a host that failed this many times is drained: never repaired, restarted or requeued
     exclude_after: PositiveInt | None = None
+    # a host whose steps run at least this many times slower (a `straggler`) is drained once it
+    # has been that slow for `drain_after` seconds (a health check cordoning it): its agent and
+    # workers stop, it is never started again, the next round forms without it. None: never
+    drain_slower_than: Annotated[float, Field(gt=1.0, le=1000.0)] | None = None
+    drain_after: NonNegativeFloat = 60.0
 
 
 class Outputs(Strict):
@@ -192,9 +197,19 @@ class WorkerFailure(_At):
     node: int
 
 
+class Straggler(_At):
+    """The host's steps run `slowdown` times slower for `duration` seconds (None: to the end):
+    a throttled GPU, a bad NIC. Every synchronous step of a round it is in waits for it; the
+    training model charges it (goodput), and `scheduler.drain_slower_than` can drain it."""
+    kind: Literal["straggler"]
+    node: int
+    slowdown: Annotated[float, Field(gt=1.0, le=1000.0)]
+    duration: PositiveFloat | None = None
+
+
 Fault = Annotated[
     Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, StoreCrash, StorePause, RackFailure,
-          ClockSkew, WorkerFailure],
+          ClockSkew, WorkerFailure, Straggler],
     Field(discriminator="kind"),
 ]
 

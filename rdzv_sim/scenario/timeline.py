@@ -25,7 +25,7 @@ class Action:
 def compile_fault(i: int, f) -> list[Action]:
     """The actions of fault `i`: crash, restart, start (a slow join), worker_failure,
     pause/resume, cut/heal, slow/unslow, store_crash, store_pause/store_resume,
-    rack_crash/rack_restart, clock_skew."""
+    rack_crash/rack_restart, clock_skew, straggle/unstraggle."""
     k = f.kind
     if k == "slow_join":
         return [Action(f.delay, f.delay, "start", i, node=f.node)]
@@ -36,6 +36,11 @@ def compile_fault(i: int, f) -> list[Action]:
         return [Action(at, at, k, **one)]
     if k == "clock_skew":
         return [Action(at, at, k, value=f.offset, **one)]
+    if k == "straggler":
+        out = [Action(at, at, "straggle", value=f.slowdown, **one)]
+        if f.duration is not None:
+            out.append(Action(at + f.duration, f.duration, "unstraggle", value=f.slowdown, **one))
+        return out
     pairs = {"pause": ("pause", "resume"), "partition": ("cut", "heal"),
              "latency": ("slow", "unslow"), "store_pause": ("store_pause", "store_resume")}
     if k in pairs:

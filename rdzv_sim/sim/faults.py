@@ -66,6 +66,16 @@ def apply(sim, a, state: dict) -> None:
     elif k == "rack_restart":
         for h in state["hosts"]:
             sim.start(sim.nodes[h], "restart")
+    elif k == "straggle":
+        node = sim.node_at(a.node)
+        node.slowdown = a.value
+        sim.trace.record(env.now, node.name, "fault_straggler",
+                         detail={"slowdown": a.value, "duration": sim.sc.faults[a.fault].duration})
+        sim.scheduler.straggling(node)
+    elif k == "unstraggle":
+        node = sim.node_at(a.node)
+        node.slowdown = 1.0
+        sim.trace.record(env.now, node.name, "straggler_healed")
     elif k == "clock_skew":
         node = sim.node_at(a.node)
         node.clock_skew += a.value

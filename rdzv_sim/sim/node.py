@@ -22,6 +22,7 @@ class SimNode:
     conn_last: float = 0.0               # last request arrival: one TCP connection keeps order
     incarnation: int = 0
     failures: int = 0                    # crashes so far (the scheduler drains repeat offenders)
+    slowdown: float = 1.0                # a straggler's steps take this many times longer
     warm: int = -1                       # incarnation whose code paths are warm (cold_start paid)
     pending: set = field(default_factory=set)       # signals that came while nobody waited
     waiters: dict = field(default_factory=dict)     # signal name -> simpy.Event

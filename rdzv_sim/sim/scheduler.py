@@ -7,7 +7,9 @@ torchrun's spare nodes do. What the scheduler adds:
   store) or a job-level interruption kills the job, every host that is not drained gets its
   agent started again after `requeue_delay`, on a fresh store (its rounds count from 0
   again; the tables number rounds across attempts);
-- *drain*: a host that failed `exclude_after` times is never started again.
+- *drain*: a host that failed `exclude_after` times is never started again; a straggler at
+  least `drain_slower_than` times slower is drained once it has been for `drain_after` s
+  (its agent and workers are killed, as a health check cordoning the host does).
 """
 from __future__ import annotations
 
@@ -27,6 +29,21 @@ class Scheduler:
             self.excluded.add(node.name)
             self.sim.trace.record(self.sim.env.now, node.name, "node_excluded",
                                   detail={"failures": node.failures})
+
+    def straggling(self, node) -> None:
+        """A host became a straggler: drain it later if it is slow enough and still is."""
+        limit = self.cfg.drain_slower_than
+        if limit is not None and node.slowdown >= limit:
+            self.sim.env.process(self._drain_if_slow(node, node.slowdown))
+
+    def _drain_if_slow(self, node, slowdown: float):
+        yield self.sim.env.timeout(self.cfg.drain_after)
+        if node.slowdown < self.cfg.drain_slower_than or node.name in self.excluded:
+            return                           # healed meanwhile, or drained already
+        self.excluded.add(node.name)
+        self.sim.trace.record(self.sim.env.now, node.name, "node_excluded",
+                              detail={"why": "straggler", "slowdown": node.slowdown})
+        self.sim.crash(node, "drained", self.sim.notice_delay("crash"))
 
     def may_start(self, node, why: str) -> bool:
         return why == "start" or node.name not in self.excluded

@@ -2,7 +2,8 @@
 
 - `ettr` (effective training time ratio): seconds of training whose work survived / wall.
 - `goodput`: that work weighted by the job's throughput at the size it ran (relative to the
-  full job's: `training.scaling`), over wall: 2 of 8 hosts for the whole run is about a quarter.
+  full job's: `training.scaling`), over wall: 2 of 8 hosts for the whole run is about a quarter;
+  a round with a straggler among its members trains at its pace (`straggle.py`).
 
 A round trains on the largest size its parallelism allows (`model_parallel_nodes`,
 `valid_sizes`); the other hosts idle, and that capacity is lost. The formulas: docs/training.md.
@@ -15,10 +16,11 @@ import numpy as np
 import pandas as pd
 
 from .spans import round_spans
+from .straggle import span_rate, straggles
 from .work import span_work
 
 LOST = ("startup", "detection", "rendezvous", "worker_start", "checkpoint_load",
-        "checkpoint_stall", "recompute", "running_smaller")
+        "checkpoint_stall", "recompute", "running_smaller", "straggling")
 INTERRUPTION_COLUMNS = ["t", "round", "cause", "end", "hosts_before", "hosts_after",
                         "detection_s", "rendezvous_s", "worker_start_s", "checkpoint_load_s",
                         "recompute_s", "running_smaller_s", "restart_from"]
@@ -38,7 +40,7 @@ class TrainingResult:
         d = self.duration
         cols = {"train_start": by["t0"], "train_end": by["t1"], "hosts_used": by["hosts_used"],
                 "train_s": by["saved_s"], "ettr": by["saved_s"] / d,
-                "goodput": by["saved_s"] * by["throughput"] / d}
+                "goodput": by["saved_s"] * by["throughput"] * by["rate"] / d}
         out = pd.DataFrame({k: rounds["round"].map(v) for k, v in cols.items()}, index=rounds.index)
         return out.fillna({"hosts_used": 0, "train_s": 0.0, "ettr": 0.0, "goodput": 0.0}).astype(
             {"hosts_used": "int64"})
@@ -84,6 +86,7 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
     done = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
     # a round's members leave after its training stopped (t1 is their first stop)
     first_left = events.loc[events["event"] == "round_left"].groupby("round")["t"].min().to_dict()
+    slow = straggles(events)
     rows, from_peer = [], False
     for i, s in enumerate(spans.itertuples(index=False)):
         final = s.end == "run_end"
@@ -94,12 +97,13 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
         used = hosts_used(s.hosts, tr)
         rows.append({"round": s.round, "t0": s.t0, "t1": s.t1, "hosts": s.hosts, "hosts_used": used,
                      "throughput": throughput(used, full, tr),
+                     "rate": span_rate(s.members, s.t0, s.t1, slow),
                      "end": s.end, "reason": s.reason, "load_s": w.load, "stall_s": w.stalls,
                      "progress_s": w.progress, "saved_s": w.saved if used else 0.0,
                      "lost_s": w.lost if used else w.progress, "restart_from":
                      "start" if i == 0 else ("peer" if from_peer else "checkpoint")})
         from_peer = peer_ok and not final
-    table = pd.DataFrame(rows, columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput",
+    table = pd.DataFrame(rows, columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate",
                                         "end", "reason", "load_s", "stall_s", "progress_s",
                                         "saved_s", "lost_s", "restart_from"])
     interruptions = []
@@ -125,7 +129,8 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
             "restart_from": str(nxt["restart_from"]) if nxt is not None else ""})
     inter = pd.DataFrame(interruptions, columns=INTERRUPTION_COLUMNS)
     saved = float(table["saved_s"].sum())
-    useful = float((table["saved_s"] * table["throughput"]).sum())
+    at_size = float((table["saved_s"] * table["throughput"]).sum())
+    useful = float((table["saved_s"] * table["throughput"] * table["rate"]).sum())
     lost = {
         "startup": float(table["t0"].iloc[0]) if len(table) else duration,
         "detection": float(inter["detection_s"].sum()),
@@ -134,7 +139,8 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
         "checkpoint_load": float(table["load_s"].sum()),
         "checkpoint_stall": float(table["stall_s"].sum()),
         "recompute": float(table["lost_s"].sum()),
-        "running_smaller": saved - useful,
+        "running_smaller": saved - at_size,
+        "straggling": at_size - useful,
     }
     failures = inter[~inter["cause"].isin(["nodes_waiting", "round_ended"])]
     summary = {"ettr": saved / duration, "goodput": useful / duration,
