@@ -5,6 +5,7 @@ from .schema import Scenario
 
 
 AGGREGATE_FAULTS = ("crash", "restart", "slow_join", "worker_failure", "rack_failure")
+MAX_FLAPS = 10_000                # downs of one flap (each a cut and a heal)
 
 
 def problems(sc: Scenario) -> list[tuple[tuple, str]]:
@@ -56,9 +57,16 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         if getattr(f, "nodes", None) is not None:
             for j, x in enumerate(f.nodes):
                 node(base + ("nodes", j), x)
-        if f.kind in ("partition", "latency") and (f.nodes is None) == (f.rack is None):
-            what = "a partition" if f.kind == "partition" else "a latency fault"
+        if f.kind in ("partition", "latency", "flap") and (f.nodes is None) == (f.rack is None):
+            what = {"partition": "a partition", "latency": "a latency fault", "flap": "a flap"}[f.kind]
             out.append((base, f"{what} names either `nodes` or `rack`"))
+        if f.kind == "flap":
+            if f.down >= f.period:
+                out.append((base + ("down",), f"{f.down:g} s down every {f.period:g} s leaves the "
+                            "link never up: down must be shorter than period (a partition stays down)"))
+            elif f.duration / f.period > MAX_FLAPS:
+                out.append((base + ("period",), f"{f.duration / f.period:,.0f} downs: at most "
+                            f"{MAX_FLAPS:,} per flap (a longer period, or a shorter duration)"))
         if getattr(f, "rack", None) is not None:
             if not racks:
                 out.append((base + ("rack",), "rack faults need cluster.topology.kind: racks"))

@@ -171,6 +171,19 @@ class Latency(_At):
     duration: PositiveFloat
 
 
+class Flap(_At):
+    """A gray failure: the named nodes' (or a rack's) network goes down for `down` s every
+    `period` s, for `duration` s (a flapping switch port, a bad cable). Each down is a
+    partition (real runs: the fault proxy cuts and heals); a down that outlasts the
+    collectives costs a round."""
+    kind: Literal["flap"]
+    nodes: list[int] | None = None
+    rack: int | None = None
+    duration: PositiveFloat
+    period: PositiveFloat
+    down: PositiveFloat
+
+
 class StoreCrash(_At):
     kind: Literal["store_crash"]
 
@@ -208,8 +221,8 @@ class Straggler(_At):
 
 
 Fault = Annotated[
-    Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, StoreCrash, StorePause, RackFailure,
-          ClockSkew, WorkerFailure, Straggler],
+    Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, Flap, StoreCrash, StorePause,
+          RackFailure, ClockSkew, WorkerFailure, Straggler],
     Field(discriminator="kind"),
 ]
 

@@ -7,6 +7,7 @@ sleeps exactly that), `at` the absolute time (the launcher's clock).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -24,7 +25,7 @@ class Action:
 
 def compile_fault(i: int, f) -> list[Action]:
     """The actions of fault `i`: crash, restart, start (a slow join), worker_failure,
-    pause/resume, cut/heal, slow/unslow, store_crash, store_pause/store_resume,
+    pause/resume, cut/heal (a partition; a flap: one pair per period), slow/unslow, store_crash, store_pause/store_resume,
     rack_crash/rack_restart, clock_skew, straggle/unstraggle."""
     k = f.kind
     if k == "slow_join":
@@ -36,6 +37,15 @@ def compile_fault(i: int, f) -> list[Action]:
         return [Action(at, at, k, **one)]
     if k == "clock_skew":
         return [Action(at, at, k, value=f.offset, **one)]
+    if k == "flap":                                   # cut/heal pairs, every period
+        out, last = [], 0.0
+        for j in range(math.ceil(f.duration / f.period - 1e-9)):
+            start = at + j * f.period
+            down = min(f.down, at + f.duration - start)
+            out += [Action(start, start - last, "cut", value=down, **one),
+                    Action(start + down, down, "heal", value=down, **one)]
+            last = start + down
+        return out
     if k == "straggler":
         out = [Action(at, at, "straggle", value=f.slowdown, **one)]
         if f.duration is not None:
