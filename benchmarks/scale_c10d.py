@@ -46,7 +46,10 @@ READING = [
     "joining again at once, about 0.7 N^2 attempts of the whole blob, more than the store "
     "serves in the 600 s join timeout.",
     "- **What to tune**: a keep-alive of 30 s or more lets round 0 form at 2,048 hosts (fewer "
-    "keep-alive writes in the open round). Nothing swept re-forms 2,048 hosts after the crash, "
+    "keep-alive writes in the open round). Last call (1 or 120 s), keep-alive attempts (10) and "
+    "the monitor interval (5 s) change nothing, not one store request: the open round never "
+    "reaches min_nodes, so its last call never starts, no heartbeat stops, and no round runs to "
+    "be monitored. Nothing swept re-forms 2,048 hosts after the crash, "
     "not even a 60 s keep-alive with an hour's join timeout: the storm of 2,047 agents leaving "
     "and joining at once outlasts it. At this size the setting that matters is the backend: a "
     "rendezvous whose cost per host does not grow with N (hrw, static).",

@@ -187,6 +187,14 @@ class RealRun:
         elif k == "rack_restart":
             for i in self.rack(a.rack):
                 self.start_node(i, "restart")
+        elif k == "terminate":
+            self._sig(a.node, signal.SIGTERM, "fault_preemption", {"notice": self.sc.faults[a.fault].notice})
+        elif k == "reclaim":                # the host goes away, whether its agent left or not
+            p = self.procs.get(self.name(a.node))
+            if p is not None and p.is_alive():
+                self.crash(a.node, "preempted")
+            else:
+                self.record(self.name(a.node), "fault_crash", {"cause": "preempted"})
         elif k == "pause":
             self._sig(a.node, signal.SIGSTOP, "fault_pause", {"duration": a.value})
         elif k == "resume":

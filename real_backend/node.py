@@ -2,7 +2,8 @@
 
 Started by the launcher with the `spawn` method; writes its trace events as JSON lines.
 SIGUSR1 means "your workers failed" (the launcher's worker_failure fault); SIGUSR2 starts or
-heals a partition for the workers (their collectives stall while cut off).
+heals a partition for the workers (their collectives stall while cut off); SIGTERM is a
+preemption's notice.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def main(spec: dict) -> None:
     import torch.distributed  # noqa: F401 - torch's import (seconds) belongs to process start,
     #                           as in the simulator's process_start, not to round 0's latency
     signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))
+    signal.signal(signal.SIGTERM, lambda *_: terminated(rt, out))
     signal.signal(signal.SIGUSR2, lambda *_: rt.workers.toggle_frozen())   # partition / heal
     if get(sc.protocol.name).cls.torch_counterpart or spec.get("static_port"):   # torch's own handler
         from .torch_baselines import run_torch_agent
@@ -44,6 +46,22 @@ def main(spec: dict) -> None:
         why = rt.drive(elastic_agent(info, protocol_for(sc), agent_config_for(sc)))
     out.close()
     os._exit(0)                    # skip interpreter teardown: abandoned store threads may block
+
+
+def terminated(rt, out) -> None:
+    """SIGTERM (a preemption's notice): in a round, the agent stops its workers, leaves and
+    exits (the protocol may use the notice); otherwise it exits at once, as torchrun's does."""
+    if rt.in_round:
+        rt.signals.signal("terminated")
+        return
+    rt.emit(rt.now(), _exit_op())
+    out.close()
+    os._exit(0)
+
+
+def _exit_op():
+    from rdzv_sim.ops import Emit
+    return Emit("agent_exit", detail={"reason": "terminated"})
 
 
 def store_main(port_pipe, host: str) -> None:

@@ -79,6 +79,7 @@ class RealRuntime:
         self._spare: list = []            # idle second connections for FirstOf branches
         self._spare_lock = threading.Lock()
         self.ops = 0                      # store operations issued (FirstOf branches included)
+        self.in_round = False             # workers running (between StartWorkers and StopWorkers)
 
     def prepare(self, spares: int = 2) -> None:
         """Connect now (the main connection and `spares` for FirstOf branches), not mid-round."""
@@ -180,10 +181,12 @@ class RealRuntime:
             return self.first_of(op)
         if t is O.StartWorkers:
             self.signals.clear()
+            self.in_round = True
             if self.workers is not None:
                 self.workers.start(op, self)
             return None
         if t is O.StopWorkers:
+            self.in_round = False
             if self.workers is not None:
                 self.workers.stop()
             return None

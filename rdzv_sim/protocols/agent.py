@@ -15,6 +15,7 @@ from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, Rende
                    RoundResult)
 
 FAILURES = ("workers_failed", "peer_failed")
+TERMINATED = "terminated"        # SIGTERM to the agent (a preemption's notice)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,16 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             yield from protocol.clean_up(result)
         except (StoreTimeout, StoreError):
             pass                                # best effort: the next round's rank 0 tries again
-        reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff)
+        reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
+                                               local=FAILURES + (TERMINATED,))
+        if reason == TERMINATED:                 # stop the workers, leave the round, exit
+            yield StopWorkers(reason)
+            yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
+            try:
+                yield from protocol.leave(result, node)
+            except (StoreTimeout, StoreError):
+                pass
+            return (yield from _exit(TERMINATED))
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})

@@ -208,6 +208,12 @@ class Protocol:
         return 0
         yield
 
+    def leave(self, result: RoundResult, node: NodeInfo) -> Gen:
+        """The agent got SIGTERM while in this round and will exit: what the protocol does with
+        the notice. Default: nothing (torchrun's agent writes nothing on a signal)."""
+        return
+        yield
+
     def clean_up(self, result: RoundResult) -> Gen:
         """Once a round's workers run: drop store keys no one needs any more (best effort; a
         long job must not grow its store by every round it ever had)."""

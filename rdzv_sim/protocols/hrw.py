@@ -293,6 +293,11 @@ class HrwProtocol(Protocol):
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield from self.end_round_at(result.round, reason)
 
+    def leave(self, result: RoundResult, node: NodeInfo):
+        """Use a preemption's notice: end the round, so the others re-form without us now
+        instead of when their collectives fail."""
+        yield from self.end_round_at(result.round, "preempted")
+
     def end_round_at(self, rnd: int, reason: str):
         """Bump first, then say why: whoever sees `end` finds the round already moved on."""
         yield CompareSet(self.prefix + "round", str(rnd), str(rnd + 1))

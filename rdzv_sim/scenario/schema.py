@@ -210,6 +210,16 @@ class WorkerFailure(_At):
     node: int
 
 
+class Preemption(_At):
+    """Preemption with notice (a spot instance reclaimed, a pod evicted): the agent gets SIGTERM
+    at `at` and the host goes away `notice` seconds later. torchrun's agent stops its workers
+    and exits on SIGTERM without writing anything (torch 2.13 skips the rendezvous shutdown on
+    a signal); a protocol may use the notice to leave its round cleanly (hrw ends it)."""
+    kind: Literal["preemption"]
+    node: int
+    notice: NonNegativeFloat = 30.0
+
+
 class Straggler(_At):
     """The host's steps run `slowdown` times slower for `duration` seconds (None: to the end):
     a throttled GPU, a bad NIC. Every synchronous step of a round it is in waits for it; the
@@ -222,7 +232,7 @@ class Straggler(_At):
 
 Fault = Annotated[
     Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, Flap, StoreCrash, StorePause,
-          RackFailure, ClockSkew, WorkerFailure, Straggler],
+          RackFailure, ClockSkew, WorkerFailure, Straggler, Preemption],
     Field(discriminator="kind"),
 ]
 

@@ -26,7 +26,7 @@ class Action:
 def compile_fault(i: int, f) -> list[Action]:
     """The actions of fault `i`: crash, restart, start (a slow join), worker_failure,
     pause/resume, cut/heal (a partition; a flap: one pair per period), slow/unslow, store_crash, store_pause/store_resume,
-    rack_crash/rack_restart, clock_skew, straggle/unstraggle."""
+    rack_crash/rack_restart, clock_skew, straggle/unstraggle, terminate/reclaim."""
     k = f.kind
     if k == "slow_join":
         return [Action(f.delay, f.delay, "start", i, node=f.node)]
@@ -46,6 +46,9 @@ def compile_fault(i: int, f) -> list[Action]:
                     Action(start + down, down, "heal", value=down, **one)]
             last = start + down
         return out
+    if k == "preemption":                             # SIGTERM, then the host goes away
+        return [Action(at, at, "terminate", **one),
+                Action(at + f.notice, f.notice, "reclaim", **one)]
     if k == "straggler":
         out = [Action(at, at, "straggle", value=f.slowdown, **one)]
         if f.duration is not None:

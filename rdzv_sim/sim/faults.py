@@ -66,6 +66,16 @@ def apply(sim, a, state: dict) -> None:
     elif k == "rack_restart":
         for h in state["hosts"]:
             sim.start(sim.nodes[h], "restart")
+    elif k == "terminate":
+        node = sim.node_at(a.node)
+        sim.trace.record(env.now, node.name, "fault_preemption",
+                         detail={"notice": sim.sc.faults[a.fault].notice})
+        if node.alive and node.running_round is not None:
+            node.signal("terminated")        # the agent stops its workers, leaves, exits
+        else:
+            sim.stop(node)                   # not in a round: SIGTERM ends the agent at once
+    elif k == "reclaim":
+        sim.crash(sim.node_at(a.node), "preempted")
     elif k == "straggle":
         node = sim.node_at(a.node)
         node.slowdown = a.value

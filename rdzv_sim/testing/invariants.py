@@ -258,6 +258,7 @@ def quiet_time(scenario) -> float:
     for f in scenario.faults:
         end = getattr(f, "at", 0.0) + (getattr(f, "duration", 0.0) or 0.0)
         end += getattr(f, "delay", 0.0) + (getattr(f, "repair", 0.0) or 0.0)
+        end += getattr(f, "notice", 0.0)               # a preemption's host goes at + notice
         t = max(t, end)
     return t
 

@@ -15,7 +15,7 @@ from ..scenario.schema import MAX_DURATION
 from .invariants import liveness_bound, quiet_time
 
 FAULT_KINDS = ("crash", "restart", "pause", "partition", "worker_failure", "slow_join",
-               "store_pause", "clock_skew")
+               "store_pause", "clock_skew", "preemption", "flap")
 
 
 def times(horizon: float) -> st.SearchStrategy[float]:
@@ -45,6 +45,14 @@ def fault_schedules(draw, nodes: int, horizon: float = 200.0, kinds=FAULT_KINDS,
             out.append({"kind": kind, "at": at, "duration": draw(st.integers(1, 60))})
         elif kind == "store_crash":
             out.append({"kind": kind, "at": at})
+        elif kind == "preemption":
+            out.append({"kind": kind, "node": node, "at": at, "notice": draw(st.integers(0, 60)) * 1.0})
+        elif kind == "flap":
+            hosts = draw(st.lists(st.integers(0, nodes - 1), min_size=1, max_size=nodes, unique=True))
+            period = draw(st.integers(2, 60))
+            out.append({"kind": kind, "nodes": sorted(hosts), "at": at, "period": period,
+                        "down": draw(st.integers(1, period - 1)),
+                        "duration": draw(st.integers(period, 4 * period))})
         elif kind == "clock_skew":
             out.append({"kind": kind, "node": node, "at": at,
                         "offset": draw(st.integers(-30, 30)).__float__()})

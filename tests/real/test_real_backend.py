@@ -185,3 +185,21 @@ def test_latency_through_the_proxy_slows_the_round_as_simulated():
     # the simulator does not model opening connections (the real runtime opens its store
     # connections as it first needs them, each a few delayed round trips): real runs ~1.8x here
     assert 1.0 < real["node1"] / simulated["node1"] < 2.2
+
+
+def test_preemption_with_notice_hrw_reforms_before_the_kill():
+    """SIGTERM to node 2's agent at 15 s, its host killed 10 s later: the agent stops its
+    workers and ends its round (hrw uses the notice), so the other two re-form at once, well
+    before the collective timeout or the kill; the simulator agrees."""
+    sc = scenario("real-preemption", 30, [{"kind": "preemption", "node": 2, "at": 15, "notice": 10}])
+    sc["agent"]["collective_timeout"] = 20                  # re-forming sooner is the notice's doing
+    r = run_real(sc)
+    assert r.rounds.nnodes.tolist() == [3, 2], r.events[["t", "node", "event"]].to_string()
+    assert 15 <= r.rounds.iloc[1]["end"] < 25               # before the kill, not at a timeout
+    ev = r.events
+    exits = ev[(ev.node == "node2") & (ev.event == "agent_exit")]
+    assert [d["reason"] for d in details(exits)] == ["terminated"]
+    assert ev[(ev.node == "node2") & (ev.event == "fault_crash")].t.min() >= 25
+    import rdzv_sim
+    sim = rdzv_sim.run(sc)
+    assert sim.rounds.nnodes.tolist() == [3, 2] and sim.rounds.iloc[1]["end"] < 16.5
