@@ -74,8 +74,12 @@ def apply(sim, a, state: dict) -> None:
             node.signal("terminated")        # the agent stops its workers, leaves, exits
         else:
             sim.stop(node)                   # not in a round: SIGTERM ends the agent at once
-    elif k == "reclaim":
-        sim.crash(sim.node_at(a.node), "preempted")
+    elif k == "reclaim":                     # the host goes, whether its agent left or not
+        node = sim.node_at(a.node)
+        if node.alive:
+            sim.crash(node, "preempted")
+        else:
+            sim.trace.record(env.now, node.name, "fault_crash", detail={"cause": "preempted"})
     elif k == "straggle":
         node = sim.node_at(a.node)
         node.slowdown = a.value

@@ -331,7 +331,7 @@ def alive_nodes(events: pd.DataFrame) -> set:
     for node, e in zip(events["node"], events["event"]):
         if e == "node_start":
             up[node] = True
-        elif e in ("fault_crash", "agent_exit"):
+        elif e in ("fault_crash", "agent_exit", "agent_stopped"):
             up[node] = False
     return {n for n, u in up.items() if u}
 

@@ -40,10 +40,13 @@ def test_c10d_peers_wait_for_their_collectives():
 
 
 def test_outside_a_round_the_agent_exits_at_once():
-    r = rdzv_sim.run(preempt("hrw", at=0.0, notice=5))        # while round 0 forms
+    from rdzv_sim.testing import check_run
+    r, report = check_run(load(preempt("hrw", at=0.0, notice=5)))    # while round 0 forms
     ev = r.events[r.events.node == "node3"]
     assert "agent_stopped" in ev.event.tolist() and "rank_assigned" not in ev.event.tolist()
     assert r.rounds.members.tolist() == ["node0,node1,node2"]
+    assert not report.violations            # the liveness check counts a stopped agent as down
+    assert ev[ev.event == "fault_crash"].t.tolist() == [5.0]            # the host goes anyway
 
 
 def test_a_negative_notice_is_refused_by_path():
