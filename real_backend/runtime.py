@@ -5,10 +5,11 @@ paused store (SIGSTOP) or a silent partition makes TCPStore calls hang far past 
 each call runs on a worker thread, and a call that outlives the deadline is abandoned together
 with its connection (a fresh one replaces it) and raises StoreTimeout into the protocol. A dead
 store raises StoreError. `FirstOf` store branches run on connections of their own (a blocking
-get holds its connection), each on a thread of its own. A branch waits in slices, each ending
-when the FirstOf's own timer would or after `SLICE` at most: a branch whose sibling won ends
-by then and hands its connection back. Each slice that times out makes TCPStore log a
-warning, so slices are long (a watch with no timer logs once a minute, not every second).
+get holds its connection). A branch waits in slices, each ending when the FirstOf's own timer
+would or after `SLICE` at most: a branch whose sibling won ends by then and hands its
+connection back. Each slice that times out makes TCPStore log a warning, so slices are as long
+as they can be; but not longer than `SLICE`, because the interpreter waits for its threads at
+exit (daemon threads blocked in TCPStore abort the process when they return during exit).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from rdzv_sim import ops as O
 
-SLICE = 60.0         # the longest a FirstOf store branch waits before re-checking its cancel flag
+SLICE = 5.0          # the longest a FirstOf store branch waits before re-checking its cancel flag
 # Making a TCPStore client can be slow now and then (torch looks up the peer's name; see
 # docs/troubleshooting.md), and concurrent constructions queue behind a slow one. So
 # connections are made one at a time and kept: FirstOf branches reuse spares, `prepare` makes
@@ -75,6 +76,7 @@ class RealRuntime:
         self.workers = workers            # start/stop hooks (process group, training thread)
         self.clock_skew = clock_skew
         self.pool = cf.ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
+        self.branches = cf.ThreadPoolExecutor(max_workers=64, thread_name_prefix="store-branch")
         self.store = None                 # connected on first use, so a failure reaches the protocol
         self._spare: list = []            # idle second connections for FirstOf branches
         self._spare_lock = threading.Lock()
@@ -98,6 +100,7 @@ class RealRuntime:
         with self._spare_lock:
             self._spare.clear()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.branches.shutdown(wait=False, cancel_futures=True)
 
     # --- connections -------------------------------------------------------------------
     def _connect(self):
@@ -273,14 +276,9 @@ class RealRuntime:
             return O.StoreError(str(e))
 
     def _start_branch(self, op, cancel: threading.Event, until: float | None) -> cf.Future:
-        """A branch on a daemon thread (not the pool: one whose sibling won may block to the
-        end of its slice, and many such must never starve the store calls)."""
-        fut: cf.Future = cf.Future()
-
-        def run():
-            fut.set_result(self._branch(op, cancel, until))
-        threading.Thread(target=run, daemon=True, name="store-branch").start()
-        return fut
+        """A branch on the branch pool (its own: one whose sibling won may block to the end of
+        its slice, and such must never starve the store calls)."""
+        return self.branches.submit(self._branch, op, cancel, until)
 
     def first_of(self, op: O.FirstOf):
         cancel = threading.Event()

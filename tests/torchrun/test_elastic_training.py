@@ -4,6 +4,7 @@ handler through the `torchrun.handlers` entry point), once with torch's own `c10
 baseline, with the same --rdzv-conf (c10d needs TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 to grow
 back; the demo sets it)."""
 import itertools
+import time
 
 import pytest
 
@@ -48,6 +49,7 @@ def test_three_agents_on_one_host_without_local_addr_reach_world_three(tmp_path)
 
     from real_backend.tools.elastic_demo import Demo, _steps
     d = Demo("hrw", tmp_path, timeout=90)
+    t0 = time.monotonic()
     d.nnodes, d.max_restarts, d.steps = "3", 0, 20          # a slot replaced is a failure
     d.cpp_log_level = "WARNING"                              # torch's default: count its warnings
     try:
@@ -63,6 +65,7 @@ def test_three_agents_on_one_host_without_local_addr_reach_world_three(tmp_path)
         assert rcs == {"A": 0, "B": 0, "C": 0}, d.tails()
     finally:
         d.close()
+    took = time.monotonic() - t0
     steps = _steps(d.log)
     assert {x["world"] for x in steps} == {3} and {x["rank"] for x in steps} == {0, 1, 2}
     names = set()
@@ -70,11 +73,12 @@ def test_three_agents_on_one_host_without_local_addr_reach_world_three(tmp_path)
         names |= {json.loads(x)["node"] for x in f.read_text().splitlines() if x.strip()}
     host = min(names, key=len)
     assert names == {host, f"{host}#2", f"{host}#3"}, names
-    # quiet: the plugin's own waits wait long, so TCPStore's "timed out" warnings are rare (with
-    # 1 s slices a one-node run printed ~14 of them in 10 s)
+    # quiet: the plugin's own waits wait until their timer or 5 s, so TCPStore's "timed out"
+    # warnings (two lines each) come at most once per 5 s per watch (the round's watcher has
+    # two); with 1 s slices a one-node run printed 14 of them in 10 s
     for name in "ABC":
         log = (tmp_path / f"agent-{name}.log").read_text(errors="replace")
-        assert log.count("waitForInput") <= 4, log[-2000:]
+        assert log.count("waitForInput") <= 2 * 2 * (took / 5 + 2), (took, log[-2000:])
 
 
 def test_two_workers_per_agent_and_a_worker_failure_restarts_the_group(tmp_path):
