@@ -121,12 +121,28 @@ class RealRuntime:
         try:
             return fut.result(timeout=self.op_timeout + 1.0)
         except cf.TimeoutError:
+            if self._refused():
+                raise O.StoreError(f"the store at {self.host}:{self.port} refuses connections: "
+                                   "it is not running") from None
             raise O.StoreTimeout(f"connecting to the store at {self.host}:{self.port} hung past "
                                  f"{self.op_timeout:g} s") from None
         except Exception as e:  # noqa: BLE001 - torch raises several kinds
-            if _is_timeout(e):
+            if _is_timeout(e) and not self._refused():
                 raise O.StoreTimeout(f"cannot reach the store at {self.host}:{self.port}: {e}") from None
             raise O.StoreError(f"cannot connect to the store at {self.host}:{self.port}: {e}") from None
+
+    def _refused(self) -> bool:
+        """Whether nobody listens at the store's address now: a dead store, not a slow one.
+        (torch's client retries a refused connection until its timeout and then says it timed
+        out, as it does for a host that never answers.)"""
+        import socket
+        try:
+            socket.create_connection((self.host, self.port), timeout=1.0).close()
+        except ConnectionRefusedError:
+            return True
+        except OSError:
+            return False
+        return False
 
     def _call(self, fn, timeout: float | None = None):
         """Run fn(store) with our own deadline; a hung call loses its connection."""

@@ -45,3 +45,15 @@ def test_a_call_to_a_paused_store_raises_at_the_runtimes_deadline(paused_store):
     os.kill(proc.pid, signal.SIGCONT)
     assert rt.store_op(O.Add("k", 0)) >= 1            # a fresh connection replaces the hung one
     rt.close()
+
+
+def test_a_store_nobody_listens_on_is_lost_not_slow():
+    """torch's client retries a refused connection until its timeout and then says it timed
+    out; the runtime asks the port itself, so a dead store is StoreError (the agent exits:
+    store_lost) and not a timeout it would retry for minutes."""
+    from real_backend.launcher import free_port
+    port = free_port("127.0.0.1")                      # nobody listens there
+    rt = RealRuntime("127.0.0.1", port, lambda *a: None, op_timeout=1.0)
+    with pytest.raises(O.StoreError, match="refuses connections|cannot connect"):
+        rt.store_op(O.Add("k", 1))
+    rt.close()
