@@ -54,14 +54,10 @@ def terminated(rt, out) -> None:
     if rt.in_round:
         rt.signals.signal("terminated")
         return
-    rt.emit(rt.now(), _exit_op())
+    from rdzv_sim.ops import Emit
+    rt.emit(rt.now(), Emit("agent_exit", detail={"reason": "terminated"}))
     out.close()
     os._exit(0)
-
-
-def _exit_op():
-    from rdzv_sim.ops import Emit
-    return Emit("agent_exit", detail={"reason": "terminated"})
 
 
 def store_main(port_pipe, host: str) -> None:

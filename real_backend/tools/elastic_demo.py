@@ -51,10 +51,10 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _kill_tree(pid: int) -> None:
+def _kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
     for p in _tree(pid):
         try:
-            os.kill(p, signal.SIGKILL)
+            os.kill(p, sig)
         except ProcessLookupError:
             pass
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .elastic_demo import ADDRS, Demo, DemoFailed, _steps, _tree
+from .elastic_demo import ADDRS, Demo, DemoFailed, _kill_tree, _steps
 
 KINDS = ("kill", "stop", "partition", "terminate")
 RECOVER_S = 90.0        # a fault over -> training at world size 3 again (else: a hang)
@@ -55,11 +55,7 @@ class Soak(Demo):
         return self.proxy.add(name)
 
     def _signal(self, name: str, sig) -> None:
-        for pid in _tree(self.agents[name].pid):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
+        _kill_tree(self.agents[name].pid, sig)
 
     # --- one fault -------------------------------------------------------------------------
     def inject(self, kind: str, name: str, seconds: float) -> dict:
