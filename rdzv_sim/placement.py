@@ -1,4 +1,4 @@
-"""Shard placement after each completed round, and how many shards moved.
+"""What moves between completed rounds: shards under each placement policy, and ranks.
 
 Policies: `hrw` (the incremental hrw.Assignment), `modulo` (shard % world, by node rank) and
 `ring` (consistent hashing with virtual nodes). Two yardsticks: `shards_moved_fair_share`,
@@ -87,3 +87,24 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
                 out["shards_moved_needed"].append(0)
         prev, prev_members = now, set(names)
     return pd.DataFrame(out, index=rounds.index)
+
+
+def rank_changes(rounds: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Columns ranks_changed (members of this round and the one before whose node rank is not
+    the same) and rank0_moved (1 when rank 0 is another host than before) per completed round."""
+    ranked = events[events["event"] == "rank_assigned"]
+    by_round = {r: dict(zip(g["node"], g["rank"].astype(int))) for r, g in ranked.groupby("round")}
+    changed, moved, prev = [], [], None
+    for rnd in rounds["round"]:
+        now = by_round.get(rnd, {})
+        if prev is None:
+            changed.append(0)
+            moved.append(0)
+        else:
+            changed.append(sum(1 for n, r in now.items() if n in prev and prev[n] != r))
+            zero = [n for n, r in now.items() if r == 0]
+            was = [n for n, r in prev.items() if r == 0]
+            moved.append(int(bool(zero and was and zero != was)))
+        prev = now
+    return pd.DataFrame({"ranks_changed": pd.Series(changed, dtype="int64", index=rounds.index),
+                         "rank0_moved": pd.Series(moved, dtype="int64", index=rounds.index)})

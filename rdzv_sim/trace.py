@@ -324,6 +324,6 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "sim_events": int(stats.sim_events),
     }
     for c in rounds.columns:
-        if c.startswith("shards_moved_"):
+        if c.startswith("shards_moved_") or c in ("ranks_changed", "rank0_moved"):
             row[c] = int(rounds[c].sum())
     return stamp(pd.DataFrame([row]), scenario, seed)

@@ -30,6 +30,8 @@ from .runtime import SUPPORTS
 # fault kinds the real launcher cannot do, and why
 UNSUPPORTED = {"clock_skew": "torch's c10d reads the host clock, which cannot be skewed here, and "
                              "hrw/static never read it",
+               "agent_failure": "the launcher's agents have no second way out; torchrun's real agents "
+                                "leave by an error in benchmarks/sigterm.py (reports/sigterm.md)",
                "straggler": "the launcher's workers run no training steps to slow down (the "
                             "training model charges a straggler in simulation)"}
 

@@ -50,7 +50,7 @@ DEFAULT_PORT = 29400
 # confirm_timeout, ...); torch c10d's own are accepted and ignored, so one --rdzv-conf serves both
 C10D_ONLY = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_libuv", "timeout"}
 HANDLER_KEYS = {"close_timeout", "read_timeout", "is_host", "node_name", "trace_file",
-                "max_attempts", "local_addr"}
+                "max_attempts", "local_addr", "topology"}
 PROTOCOL_KEYS = set(HrwSettings.model_fields) - {"name", "run_id", "min_nodes", "max_nodes"}
 # torchrun's own default for its own key (torch's RendezvousTimeout: last call 30 s), where the
 # simulator's scenarios default to 1 s
@@ -126,6 +126,10 @@ class HrwRendezvousHandler(RendezvousHandler):
         explicit = params.config.get("node_name")
         self.name, self._identity = identity.claim(str(explicit or self.addr), self.run_id,
                                                    explicit=bool(explicit))
+        # rank_order=topology sorts by this key: given, else Slurm's task id, else the name
+        self.topo = str(params.config.get("topology") or os.environ.get("SLURM_PROCID") or "")
+        if len(self.topo) > 256:
+            raise ValueError("--rdzv-conf topology=...: at most 256 characters")
         self._trace = params.config.get("trace_file") or os.environ.get("RDZV_SIM_TRACE")
         self._trace_lock = threading.Lock()
         self._t0 = time.monotonic()
@@ -194,7 +198,8 @@ class HrwRendezvousHandler(RendezvousHandler):
             raise RendezvousClosedError(f"the rendezvous {self.run_id!r} is closed")
         log.info("The node '%s' attempts to join the next round of the hrw rendezvous '%s'.",
                  self.name, self.run_id)
-        node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=free_port(self.addr))
+        node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=free_port(self.addr),
+                        topo=self.topo)
         result = self._drive(rendezvous_with_retry(node, self.protocol, self.agent_cfg))
         if isinstance(result, Exit):
             log.warning("The node '%s' gives up the hrw rendezvous '%s': %s %s", self.name,

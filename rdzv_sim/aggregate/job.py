@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from ..protocols.agent import out_of_restarts, uses_a_restart
+from ..protocols import ranking
 from ..protocols.base import digest
 from ..sim.node import SimNode
 from ..sim.simulation import Simulation
@@ -35,6 +36,7 @@ class AggregateSimulation(Simulation):
         self.fifo = Fifo(sc.store.service_base, sc.store.service_per_byte)
         self.lat = {h: float(self.net.base[h]) for h in self.hosts}
         self.round = 0                    # the store's round (a requeue starts again at 0)
+        self.published: list[str] | None = None    # the store's rank order (rank_order=stable)
         self.joiners: dict[str, float] = {}        # name -> when its rendezvous starts
         self.restarts: dict[str, int] = {h: 0 for h in self.hosts}
         self.members: list[str] = []      # the running (or starting) round's members
@@ -90,7 +92,7 @@ class AggregateSimulation(Simulation):
 
     def fresh_store(self) -> None:
         self.store.restart()
-        self.round, self.gen = 0, self.gen + 1
+        self.round, self.gen, self.published = 0, self.gen + 1, None
         self.fifo.free_at = self.env.now
         self.members, self.member_set, self.ranked, self.joiners = [], set(), [], {}
         self.exited, self.sizes_of = set(), {}
@@ -230,7 +232,11 @@ class AggregateSimulation(Simulation):
         tr.record_many(rt.t_join[rt.order].tolist(), [names[j] for j in order_ix], "join", r,
                        details=[f'{{"slot":{s + 1}}}' for s in range(len(order_ix))])
         member_names = [names[j] for j in rt.members.tolist()]
-        order = self.protocol.rank_order(member_names)
+        policy = sc.protocol.rank_order
+        order = ranking.order(policy, [self.nodes[n].info for n in member_names],
+                              self.protocol.rank_order, self.published)
+        if policy == "stable":
+            self.published = order
         nproc = sc.cluster.nproc_per_node
         world, nn = nproc * len(order), len(order)
         tr.record(rt.t_assigned, names[rt.closer], "round_closed", r, world_size=world,

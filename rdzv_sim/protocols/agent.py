@@ -16,6 +16,7 @@ from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, Rende
 
 FAILURES = ("workers_failed", "peer_failed")
 TERMINATED = "terminated"        # SIGTERM to the agent (a preemption's notice)
+AGENT_FAILED = "agent_failed"    # the agent exits with an error (no signal)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,18 @@ def _exit(reason: str, event: str | None = None, why: str = ""):
         yield Emit(event, detail={"reason": why})
     yield Emit("agent_exit", detail={"reason": reason})
     return reason
+
+
+def _shut_down(protocol: Protocol, node: NodeInfo, reason: str, event: str | None = None, why: str = ""):
+    """Exit for anything but a signal: say why, shut the protocol down (best effort: torch's
+    handler logs a store error there and exits anyway), exit."""
+    if event:
+        yield Emit(event, detail={"reason": why})
+    try:
+        yield from protocol.shutdown(node)
+    except (StoreTimeout, StoreError, RendezvousClosed, RendezvousTimeout):
+        pass
+    return (yield from _exit(reason))
 
 
 def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, restarts: int = 0):
@@ -95,7 +108,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
     while True:
         result = yield from rendezvous_with_retry(node, protocol, cfg, restarts)
         if isinstance(result, Exit):
-            return (yield from _exit(result.reason, result.event, result.why))
+            return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
         yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
         t_start = yield Now()
         yield Emit("workers_started", round=result.round, rank=result.rank,
@@ -105,7 +118,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
         except (StoreTimeout, StoreError):
             pass                                # best effort: the next round's rank 0 tries again
         reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
-                                               local=FAILURES + (TERMINATED,))
+                                               local=FAILURES + (TERMINATED, AGENT_FAILED))
         if reason == TERMINATED:                 # stop the workers, leave the round, exit
             yield StopWorkers(reason)
             yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
@@ -114,10 +127,14 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             except (StoreTimeout, StoreError):
                 pass
             return (yield from _exit(TERMINATED))
+        if reason == AGENT_FAILED:               # stop the workers, shut down, exit
+            yield StopWorkers(reason)
+            yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
+            return (yield from _shut_down(protocol, node, AGENT_FAILED))
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
-            return (yield from _exit("store_lost"))
+            return (yield from _shut_down(protocol, node, "store_lost"))
         if reason == "nodes_waiting":           # restart at the next monitor tick (a safe point)
             now = yield Now()
             yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
@@ -132,12 +149,12 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
                     yield from protocol.end_round(result, why, node)
                 break
             except StoreError as e:
-                return (yield from _exit("store_lost", "store_lost", str(e)))
+                return (yield from _shut_down(protocol, node, "store_lost", "store_lost", str(e)))
             except StoreTimeout as e:
                 yield Emit("store_timeout", detail={"reason": str(e)})
                 yield Sleep(cfg.retry_backoff)
         if why == "agent_failed":
-            return (yield from _exit("max_restarts"))
+            return (yield from _shut_down(protocol, node, "max_restarts"))
 
 
 def watch_round(protocol: Protocol, result: RoundResult, node: NodeInfo, backoff: float = 1.0,

@@ -69,11 +69,14 @@ class NodeInfo:
     index: int = 0            # position in the cluster (the static node rank)
     pid: int = 0              # the agent process: new on every restart of the host
     port: int = 0             # a port this host reserved for its workers' store (torchrun)
+    topo: str = ""            # where the scheduler put it (node-list position, rack label)
 
     def encode(self) -> str:
         d = {"name": self.name, "addr": self.addr, "nproc": self.nproc, "index": self.index}
         if self.port:
             d["port"] = self.port
+        if self.topo:
+            d["topo"] = self.topo
         return _compact(d)
 
     @staticmethod
@@ -82,7 +85,8 @@ class NodeInfo:
         d = decode_object(text)
         return NodeInfo(_field(d, "name", str), _field(d, "addr", str),
                         _field(d, "nproc", int, 1, 1 << 16), _field(d, "index", int, 0, None, 0),
-                        port=_field(d, "port", int, 0, 65535, 0))
+                        port=_field(d, "port", int, 0, 65535, 0),
+                        topo=_field(d, "topo", str) if "topo" in d else "")
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,12 @@ class Protocol:
     def leave(self, result: RoundResult, node: NodeInfo) -> Gen:
         """The agent got SIGTERM while in this round and will exit: what the protocol does with
         the notice. Default: nothing (torchrun's agent writes nothing on a signal)."""
+        return
+        yield
+
+    def shutdown(self, node: NodeInfo) -> Gen:
+        """The agent exits for any reason but a signal (torch's launcher calls its handler's
+        shutdown then: out of restarts, a rendezvous timeout, success). Default: nothing."""
         return
         yield
 

@@ -6,6 +6,7 @@ Keys under P = rdzv/{run_id}/, R the round (see DESIGN.md):
   P/rR/closed     "<closer>:<count>", set once by CAS; P/rR/a{i} slot i's assignment (JSON)
   P/rR/ack        confirmations (add);        P/rR/ready  set by the last to confirm
   P/rR/waiting    late joiners (add);         P/rR/end    why the round ended
+  P/order         the last published rank order (JSON names; rank_order=stable only)
 Every node does O(1) store operations a round; only the closer does O(N).
 """
 from __future__ import annotations
@@ -19,8 +20,10 @@ from hrw import Placement
 
 from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
                    Sleep, StoreTimeout)
+from . import ranking
 from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
                    Watch, closed_count, decode_object, digest, watch_key)
+from .ranking import RankOrder
 from .settings import ProtocolSettings
 
 
@@ -33,6 +36,7 @@ class HrwSettings(ProtocolSettings):
     hole_grace: NonNegativeFloat = Field(1.0, description="how long the closer waits for a slot's descriptor")
     probe_interval: PositiveFloat = Field(30.0, description="a waiter checks a running round's members this often")
     probe_timeout: PositiveFloat = Field(15.0, description="no answer by then: every member is gone (> worker start)")
+    rank_order: RankOrder = Field("hrw", description="ranks by HRW score, by topology key, or kept across rounds (stable)")
 
     def round_time(self) -> float:
         return (self.last_call_timeout + self.close_grace + self.hole_grace + self.confirm_timeout
@@ -194,7 +198,10 @@ class HrwProtocol(Protocol):
                    for i in range(1, count + 1)]
         else:
             by_name = {info.name: (i, info) for i, info in infos.items()}
-            order = self.rank_order(names)
+            previous = (yield from self._published_order(rnd)) if cfg.rank_order == "stable" else None
+            order = ranking.order(cfg.rank_order, list(infos.values()), self.rank_order, previous)
+            if cfg.rank_order == "stable":
+                out.append((self.prefix + "order", ranking.encode_order(order)))
             world = sum(info.nproc for info in infos.values())
             master = by_name[order[0]][1]
             dg, first = digest(names), 0
@@ -210,6 +217,17 @@ class HrwProtocol(Protocol):
             yield Emit("round_closed", round=rnd, world_size=world,
                        detail={"members": sorted(names), "count": count, "holes": count - len(order)})
         yield MultiSet(tuple(out))
+
+    def _published_order(self, rnd: int):
+        """The rank order the last closer published, or None (none yet, or unreadable)."""
+        key = self.prefix + "order"
+        if not (yield Check((key,))):
+            return None
+        try:
+            return ranking.decode_order((yield Get(key)), self.cfg.max_nodes)
+        except BadValue as e:
+            yield Emit("bad_value", round=rnd, detail={"key": "order", "reason": str(e)})
+            return None
 
     def _confirm(self, result: RoundResult):
         """All members must confirm; one compare-and-set on `ready` decides, once, whether the

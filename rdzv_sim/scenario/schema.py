@@ -210,6 +210,15 @@ class WorkerFailure(_At):
     node: int
 
 
+class AgentFailure(_At):
+    """The node's agent exits with an error, not a signal: out of its restarts (a host whose
+    workers keep failing), its own bug, a failed health check. torch's launcher then calls the
+    rendezvous handler's shutdown(): with c10d that closes the rendezvous for every agent of
+    the job (pytorch/pytorch#67742); hrw's leaves the others to re-form."""
+    kind: Literal["agent_failure"]
+    node: int
+
+
 class Preemption(_At):
     """Preemption with notice (a spot instance reclaimed, a pod evicted): the agent gets SIGTERM
     at `at` and the host goes away `notice` seconds later. torchrun's agent stops its workers
@@ -232,7 +241,7 @@ class Straggler(_At):
 
 Fault = Annotated[
     Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, Flap, StoreCrash, StorePause,
-          RackFailure, ClockSkew, WorkerFailure, Straggler, Preemption],
+          RackFailure, ClockSkew, WorkerFailure, AgentFailure, Straggler, Preemption],
     Field(discriminator="kind"),
 ]
 

@@ -24,7 +24,7 @@ class Action:
 
 
 def compile_fault(i: int, f) -> list[Action]:
-    """The actions of fault `i`: crash, restart, start (a slow join), worker_failure,
+    """The actions of fault `i`: crash, restart, start (a slow join), worker_failure, agent_failure,
     pause/resume, cut/heal (a partition; a flap: one pair per period), slow/unslow, store_crash, store_pause/store_resume,
     rack_crash/rack_restart, clock_skew, straggle/unstraggle, terminate/reclaim."""
     k = f.kind
@@ -33,7 +33,7 @@ def compile_fault(i: int, f) -> list[Action]:
     at = f.at
     one = dict(fault=i, node=getattr(f, "node", None), rack=getattr(f, "rack", None),
                nodes=tuple(f.nodes) if getattr(f, "nodes", None) is not None else None)
-    if k in ("crash", "restart", "worker_failure", "store_crash"):
+    if k in ("crash", "restart", "worker_failure", "agent_failure", "store_crash"):
         return [Action(at, at, k, **one)]
     if k == "clock_skew":
         return [Action(at, at, k, value=f.offset, **one)]

@@ -32,6 +32,13 @@ def apply(sim, a, state: dict) -> None:
         node = sim.node_at(a.node)
         sim.trace.record(env.now, node.name, "fault_worker_failure")
         sim.fail_workers(node)
+    elif k == "agent_failure":
+        node = sim.node_at(a.node)
+        sim.trace.record(env.now, node.name, "fault_agent_failure", node.running_round)
+        if node.alive and node.running_round is not None:
+            node.signal("agent_failed")     # the agent stops its workers, shuts down, exits
+        elif node.alive:
+            sim.stop(node)                  # not in a round: it exits at once
     elif k == "pause":
         sim.pause(sim.node_at(a.node), a.value)
     elif k == "resume":

@@ -30,6 +30,7 @@ _STORE_OPS = frozenset(O.STORE_OPS)
 class RuntimeConfig:
     op_timeout: float = 30.0          # the client's deadline for one store call
     collective_timeout: float = 60.0  # how long a collective hangs before failing
+    peer_crash_detection: float | None = None   # how soon a killed worker's peers fail (None: hang)
     worker_start: float = 5.0         # process start + process-group init, seconds
     worker_start_per_node: float = 0.0
     wall_epoch: float = 1.7e9         # wall clock at t=0
@@ -124,9 +125,10 @@ class SimRuntime(FirstOfMixin):
             yield from self._process_group_init(node, op)
             return None
         if t is O.StopWorkers:
-            # our workers leave: the collectives of those still in the round now fail
+            # our workers are stopped (killed): their connections reset, so the collectives of
+            # those still in the round fail as fast as after a killed process
             if node.running_round is not None:
-                self.peers_notice(node.running_round, {node.name})
+                self.peers_notice(node.running_round, {node.name}, self.cfg.peer_crash_detection)
             node.running_round = None
             return None
         if t is O.Work:
@@ -231,7 +233,8 @@ class SimRuntime(FirstOfMixin):
                 self.store.set_background(f"hb:{d}", 0.0)
 
     def node_died(self, node: SimNode) -> None:
-        """A crashed host stops beating and polling, and never completes a process-group init."""
+        """A crashed host (or an agent that exited) stops beating and polling, and never
+        completes a process-group init."""
         self._stop_heartbeats(node)
         self.store.set_background(f"poll:{node.name}", 0.0)
         self.pg_init.member_died(node.name)

@@ -79,6 +79,7 @@ class Simulation:
         a = sc.agent
         self.runtime = SimRuntime(env, self.store, self.net, self.trace, RuntimeConfig(
             op_timeout=sc.store.op_timeout, collective_timeout=a.collective_timeout,
+            peer_crash_detection=a.peer_crash_detection,
             worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node,
             cpu_base=sc.cluster.cpu.base, cpu_per_byte=sc.cluster.cpu.per_byte,
             shared_cores=sc.cluster.cpu.shared_cores,
@@ -155,6 +156,7 @@ class Simulation:
                 return "killed"
         why = yield from self.runtime.drive(node, gen, incarnation)
         if node.incarnation == incarnation:
+            self.runtime.node_died(node)           # its keep-alives and polls end with it
             node.process = None
             self.scheduler.agent_ended()
         return why

@@ -188,6 +188,55 @@ def ranks_follow_hrw(events: pd.DataFrame, run_id: str) -> list[Violation]:
     return out
 
 
+def ranks_follow_topology(events: pd.DataFrame) -> list[Violation]:
+    """rank_order=topology: ranks in the natural order of the members' names (the simulator's
+    topology key is the host's place in the node list, which its names follow)."""
+    from ..protocols.ranking import natural
+    out = []
+    for rnd, g in _assigned(events).groupby("round"):
+        got = g.sort_values("rank")["node"].tolist()
+        if got != sorted(got, key=natural):
+            out.append(Violation("ranks_follow_topology", "ranks are not the members' node-list order", int(rnd)))
+    return out
+
+
+def ranks_are_stable(events: pd.DataFrame) -> list[Violation]:
+    """rank_order=stable: a member keeps the rank it had in the last round that published
+    ranks, while that rank exists. Where that round is not known from the trace (no member
+    learned its rank, a requeue, an unreadable published order) the next round is not judged."""
+    out, prev = [], None
+    ev = events[events["event"].isin(("round_closed", "job_requeued", "bad_value"))]
+    assigned = {int(r): g for r, g in _assigned(events).groupby("round")}
+    for kind, rnd, detail in zip(ev["event"], ev["round"], ev["detail"]):
+        if kind != "round_closed":
+            if kind == "job_requeued" or _detail(detail).get("key") == "order":
+                prev = None
+            continue
+        g = assigned.get(int(rnd))
+        if g is None:
+            prev = None
+            continue
+        n = _detail(g["detail"].iloc[0])["nnodes"]
+        ranks = dict(zip(g["node"], g["rank"].astype(int)))
+        if prev is not None:
+            moved = [m for m, r in ranks.items() if m in prev and prev[m] < n and prev[m] != r]
+            if moved:
+                out.append(Violation("ranks_are_stable", f"{len(moved)} members changed a rank they "
+                                     f"could keep (first: {moved[0]})", int(rnd)))
+        prev = ranks
+    return out
+
+
+def ranks_follow_policy(tables: dict, scenario) -> list[Violation]:
+    """The hrw protocol's ranks, as its `rank_order` setting says."""
+    ev, policy = tables["events"], getattr(scenario.protocol, "rank_order", "hrw")
+    if policy == "topology":
+        return ranks_follow_topology(ev)
+    if policy == "stable":
+        return ranks_are_stable(ev)
+    return ranks_follow_hrw(ev, scenario.protocol.run_id)
+
+
 def hrw_moves_are_minimal(rounds: pd.DataFrame, shards: int = 512) -> list[Violation]:
     """A shard moves only when its owner departed or a newcomer outscores its owner."""
     from hrw import Placement
@@ -236,7 +285,7 @@ def register_invariant(protocol: str, check) -> None:
 
 
 PROTOCOL_INVARIANTS: dict[str, list] = {
-    "hrw": [lambda t, sc: ranks_follow_hrw(t["events"], sc.protocol.run_id),
+    "hrw": [ranks_follow_policy,
             lambda t, sc: hrw_moves_are_minimal(t["rounds"]),
             lambda t, sc: confirmed_before_ranks(t["events"])],
     "static": [lambda t, sc: confirmed_before_ranks(t["events"])]}

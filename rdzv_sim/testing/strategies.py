@@ -9,6 +9,7 @@ Every scenario they make is valid, and long enough for the liveness check to jud
 from __future__ import annotations
 
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from ..scenario.load import load
 from ..scenario.schema import MAX_DURATION
@@ -74,16 +75,23 @@ FIXED = {"join_timeout": 1e6, "hole_grace": 1.0}
 
 
 @st.composite
-def protocol_settings(draw, protocol: str, nodes: int) -> dict:
+def protocol_settings(draw, protocol: str, nodes: int, settings: dict | None = None) -> dict:
     """Settings for any registered protocol: min/max nodes drawn (both `nodes` for a
     protocol with a fixed world), the fields in DRAWN drawn, the rest default.
-    A protocol's settings model may offer `strategy(nodes)` to draw its own instead."""
+    A protocol's settings model may offer `strategy(nodes)` to draw its own instead.
+    `settings` maps field names to values or strategies that replace what is drawn."""
     from ..protocols.registry import get
     model = get(protocol).settings
+    fields = model.model_fields
+    given = dict(settings or {})
+    unknown = sorted(set(given) - set(fields))
+    if unknown:
+        raise InvalidArgument(f"settings={unknown!r}: not fields of {protocol!r}'s settings; "
+                              f"it has {sorted(set(fields) - {'name'})}")
+    given = {k: draw(v) if isinstance(v, st.SearchStrategy) else v for k, v in given.items()}
     own = getattr(model, "strategy", None)
     if own is not None:
-        return {"name": protocol, **draw(own(nodes))}
-    fields = model.model_fields
+        return {"name": protocol, **draw(own(nodes)), **given}
     if model.fixed_world:
         lo = hi = nodes
     else:
@@ -94,7 +102,7 @@ def protocol_settings(draw, protocol: str, nodes: int) -> dict:
     for k, strategy in DRAWN.items():
         if k in fields:
             out[k] = draw(strategy)
-    return out
+    return out | given
 
 
 @st.composite
@@ -107,8 +115,10 @@ def agent_settings(draw) -> dict:
 
 @st.composite
 def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
-              horizon: float = 200.0):
+              horizon: float = 200.0, settings: dict | None = None):
     """A validated Scenario with generated cluster, settings and faults.
+
+    `settings` fixes or draws protocol fields: `settings={"rank_order": st.just("stable")}`.
 
     `faults` is a strategy of fault lists, or a function of the node count that returns one
     (so that node indexes fit the drawn cluster): `faults=lambda n: fault_schedules(n, ...)`.
@@ -123,7 +133,7 @@ def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
         "cluster": {"nodes": n, "nproc_per_node": draw(st.integers(1, 4)),
                     "start_spread": draw(st.sampled_from([0.0, 0.5, 5.0]))},
         "store": {"host": None, "op_timeout": draw(st.integers(5, 30))},
-        "protocol": draw(protocol_settings(protocol, n)),
+        "protocol": draw(protocol_settings(protocol, n, settings)),
         "agent": draw(agent_settings()),
         "shards": {"count": 256, "policies": ["hrw"]},
         "faults": draw(faults if faults is not None else fault_schedules(n, horizon)),

@@ -80,6 +80,7 @@ class Demo:
         self.step_time, self.monitor, self.timeout, self.conf = step_time, monitor_interval, timeout, conf
         self.max_restarts, self.pg_timeout, self.nnodes, self.steps = 5, 30.0, "2:3", 100_000
         self.nproc, self.cpp_log_level = 1, "ERROR"      # TCPStore warns on every wait that times out
+        self.restarts_of: dict[str, int] = {}             # an agent's own --max-restarts
         self.agents: dict[str, subprocess.Popen] = {}
         self.started: dict[str, float] = {}
         self.store = None
@@ -106,7 +107,8 @@ class Demo:
                f"--rdzv-backend={self.backend}", f"--rdzv-endpoint=127.0.0.1:{self.endpoint_port(name)}",
                "--rdzv-id=elastic-demo", f"--rdzv-conf={self.conf}",
                *([f"--local-addr={addr}"] if addr else []),
-               f"--max-restarts={self.max_restarts}", f"--monitor-interval={self.monitor}",
+               f"--max-restarts={self.restarts_of.get(name, self.max_restarts)}",
+               f"--monitor-interval={self.monitor}",
                "-m", "real_backend.tools.train_demo", "--ckpt-dir", str(self.dir / "ckpt"), "--step-log", str(self.log),
                "--stop-file", str(self.stop), "--step-time", str(self.step_time), "--steps", str(self.steps),
                "--pg-timeout", str(self.pg_timeout)]

@@ -1,5 +1,6 @@
 """Every protocol the project ships, under random fault schedules (profile: ci or thorough)."""
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rdzv_sim.testing import check_run, fault_schedules, scenarios
 
@@ -25,3 +26,10 @@ def test_readme_example(sc):
     """The README's example, as written there."""
     check_run(sc)
     assert all(f.kind in ("crash", "restart") for f in sc.faults)
+
+
+@settings(max_examples=40)
+@given(scenarios(protocol="hrw", settings={"rank_order": st.sampled_from(["topology", "stable"])}))
+def test_hrw_rank_orders_keep_their_promises(sc):
+    """Each rank order's own invariant (node-list order; kept ranks) under random faults."""
+    check_run(sc)

@@ -138,6 +138,41 @@ def test_ranks_follow_hrw():
     assert kinds(I.ranks_follow_hrw(bad.df, "job")) == [("ranks_follow_hrw", 0, None)]
 
 
+def test_ranks_follow_topology_in_natural_name_order():
+    good = Trace()
+    for r, n in enumerate(["node2", "node9", "node10"]):
+        good.rank(1, n, 0, r, 3)
+    assert I.ranks_follow_topology(good.df) == []
+    bad = Trace()
+    for r, n in enumerate(["node10", "node2", "node9"]):     # a plain string sort
+        bad.rank(1, n, 0, r, 3)
+    assert kinds(I.ranks_follow_topology(bad.df)) == [("ranks_follow_topology", 0, None)]
+
+
+def stable_trace(second: list[str], published: bool = True) -> Trace:
+    tr = Trace().add(0.9, "a", "round_closed", 0)
+    for r, n in enumerate(["a", "b", "c", "d"]):
+        tr.rank(1, n, 0, r, 4)
+    if not published:                     # a round closed that no member learned the ranks of
+        tr.add(1.5, "a", "round_closed", 1)
+    tr.add(1.9, "a", "round_closed", 2)
+    for r, n in enumerate(second):
+        tr.rank(2, n, 2, r, len(second))
+    return tr
+
+
+def test_ranks_are_stable_keeps_what_it_can_and_judges_only_what_it_knows():
+    assert I.ranks_are_stable(stable_trace(["a", "d", "c"]).df) == []       # b left: d takes 1
+    assert I.ranks_are_stable(stable_trace(["a", "b", "c", "d", "e"]).df) == []
+    assert I.ranks_are_stable(stable_trace(["b", "a", "c"], published=False).df) == []
+    bad = stable_trace(["a", "c", "d"])                                     # c moved off rank 2
+    assert kinds(I.ranks_are_stable(bad.df)) == [("ranks_are_stable", 2, None)]
+    requeued = stable_trace(["b", "a", "c"])
+    requeued.rows.insert(5, {"t": 1.2, "node": None, "event": "job_requeued", "round": None,
+                             "rank": None, "world_size": None, "detail": ""})
+    assert I.ranks_are_stable(requeued.df) == []
+
+
 def test_hrw_moves_are_minimal_on_placements_it_did_not_make():
     ok = pd.DataFrame({"round": [0, 1], "members": ["a,b,c", "a,b"]})
     assert I.hrw_moves_are_minimal(ok) == []

@@ -58,6 +58,8 @@ def test_bad_conf_names_the_key(store):
         get_rendezvous_handler(params(store, "a", last_cal_timeout="3"))
     with pytest.raises(ValueError, match="join_timeout"):
         get_rendezvous_handler(params(store, "a", join_timeout="soon"))
+    with pytest.raises(ValueError, match="rank_order='alphabetical'"):
+        get_rendezvous_handler(params(store, "a", rank_order="alphabetical"))
 
 
 def test_ranks_store_waiting_and_a_late_non_zero_rank_gets_its_master(store):
@@ -115,6 +117,34 @@ def test_run_ids_stay_apart_and_closing(store):
         a.next_rendezvous()
     a.shutdown()
     b.shutdown()
+
+
+def test_rank_order_topology_follows_each_nodes_key(store):
+    """Keys as a scheduler gives them (SLURM_PROCID-like): natural order, 9 before 10."""
+    keys = {"p": "10", "q": "9", "r": "11"}
+    hs = [get_rendezvous_handler(params(store, n, run_id="topo", lo=3, hi=3, rank_order="topology",
+                                        topology=k)) for n, k in keys.items()]
+    ranks = {h.name: i.rank for h, i in zip(hs, join_all(hs))}
+    assert ranks == {"q": 0, "p": 1, "r": 2}
+    for h in hs:
+        h.shutdown()
+
+
+def test_rank_order_stable_keeps_ranks_when_a_node_joins(store):
+    from hrw import Placement
+    first = ["s1", "s2", "s3"]
+    newcomer = next(f"s{i}" for i in range(4, 40)
+                    if Placement(first + [f"s{i}"], seed=0).rank_order("stab")[-1] != f"s{i}")
+    hs = [get_rendezvous_handler(params(store, n, run_id="stab", lo=3, hi=4, rank_order="stable"))
+          for n in first]
+    before = {h.name: i.rank for h, i in zip(hs, join_all(hs))}
+    assert before == {n: Placement(first, seed=0).rank_order("stab").index(n) for n in first}
+    hs.append(get_rendezvous_handler(params(store, newcomer, run_id="stab", lo=3, hi=4,
+                                            rank_order="stable")))
+    after = {h.name: i.rank for h, i in zip(hs, join_all(hs))}
+    assert after == {**before, newcomer: 3}      # by HRW it would not have been last
+    for h in hs:
+        h.shutdown()
 
 
 def test_a_fixed_rank_is_refused_by_name(store):

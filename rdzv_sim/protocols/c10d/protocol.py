@@ -270,11 +270,9 @@ class C10dProtocol(Protocol):
             return ("leave", "nodes_waiting")
         return ("stay", h.token)
 
-    def end_round(self, result: RoundResult, reason: str, node: NodeInfo | None = None):
-        """torchrun writes nothing when it restarts workers (the next rendezvous's exit op
-        does); an agent out of restarts shuts the rendezvous down for everyone (close op)."""
-        if reason != "agent_failed" or node is None:
-            return
+    def shutdown(self, node: NodeInfo):
+        """torch's handler.shutdown(), which its launcher calls on every exit but a signal's:
+        the close op, which ends the rendezvous for every agent of the job."""
         h = self.holder(node)
         deadline = (yield Now()) + 30.0                        # RendezvousTimeout.close
         yield from self._run(h, lambda st, now, dl, wall, beat: D.close(st, now, dl), deadline, node)
