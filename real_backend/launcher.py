@@ -183,6 +183,16 @@ class RealRun:
             self.slow(self.targets(a), a.value, self.sc.faults[a.fault].duration)
         elif k == "unslow":
             self.slow(self.targets(a), 0.0)
+        elif k in ("lose", "unlose"):
+            f = self.sc.faults[a.fault]
+            nodes = self.targets(a)
+            for i in nodes:
+                self.proxy.set_loss(self.name(i), f.rate if k == "lose" else 0.0, f.rto)
+            if k == "lose":
+                self.record("network", "fault_loss", {"hosts": sorted(self.name(i) for i in nodes),
+                                                      "rate": f.rate, "rto": f.rto, "duration": f.duration})
+            else:
+                self.record("network", "loss_healed", {"hosts": len(nodes)})
         elif k == "rack_crash":
             for i in self.rack(a.rack):
                 self.crash(i, "rack_failure")
@@ -222,8 +232,8 @@ class RealRun:
         self.t0 = time.monotonic()
         if self.port is None:
             self.start_store()
-        if any(f.kind in ("partition", "latency") for f in self.sc.faults):
-            self.proxy = FaultProxy(self.host, self.port)
+        if any(f.kind in ("partition", "latency", "flap", "loss") for f in self.sc.faults):
+            self.proxy = FaultProxy(self.host, self.port, seed=self.sc.seed)
         t_start = time.perf_counter()
         try:
             for at, action in self.plan():

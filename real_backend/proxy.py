@@ -6,7 +6,9 @@ held, not delivered, so calls hang as they do when packets are dropped; a heal d
 as TCP's retransmissions would) or *reset* it (close every connection: the peer sees a
 connection error at once). Hostile stores too: *garble* replaces the store's replies with
 seeded garbage of the same length, *truncate* delivers the first half of the next reply and
-closes the connection; a heal ends both. It runs an asyncio loop on a thread of the launcher; the control
+closes the connection; a heal ends both. A *lossy* link holds each chunk, with a seeded rate,
+for the retransmission timeouts TCP would wait for it (doubling per loss in a row), and may
+reset a connection at random (`set_loss(name, rate, rto, reset)`). It runs an asyncio loop on a thread of the launcher; the control
 methods are thread-safe.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ class _Link:
     def __init__(self):
         self.delay = 0.0
         self.reply_mode = "pass"                # or "garble", "truncate" (the store's replies)
+        self.loss, self.rto, self.reset = 0.0, 0.2, 0.0   # a lossy link's rates (set_loss)
         self.open = asyncio.Event()
         self.open.set()
         self.writers: set[asyncio.StreamWriter] = set()
@@ -54,6 +57,14 @@ class FaultProxy:
 
     def set_delay(self, name: str, seconds: float) -> None:
         self.loop.call_soon_threadsafe(setattr, self.links[name], "delay", max(0.0, seconds))
+
+    def set_loss(self, name: str, rate: float, rto: float = 0.2, reset: float = 0.0) -> None:
+        """From now on each chunk on `name`'s link is lost with probability `rate` (and resent
+        after `rto`, doubling per loss in a row, at most 6), and a chunk resets its
+        connection with probability `reset`; 0, 0: a clean link again."""
+        link = self.links[name]
+        self.loop.call_soon_threadsafe(lambda: (setattr(link, "loss", rate), setattr(link, "rto", rto),
+                                                setattr(link, "reset", reset)))
 
     def cut(self, name: str) -> None:
         self.loop.call_soon_threadsafe(self.links[name].open.clear)
@@ -125,6 +136,15 @@ class FaultProxy:
                 return
             if link.delay:
                 await asyncio.sleep(link.delay)
+            if link.loss or link.reset:
+                if self.rng.random() < link.reset:
+                    writer.transport.abort()
+                    return
+                k = 0
+                while k < 6 and self.rng.random() < link.loss:
+                    k += 1
+                if k:
+                    await asyncio.sleep(link.rto * ((1 << k) - 1))
             await link.open.wait()                  # held while cut, delivered on heal
             if reply and link.reply_mode == "garble":
                 data = bytes(self.rng.getrandbits(8) for _ in data)

@@ -57,8 +57,9 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         if getattr(f, "nodes", None) is not None:
             for j, x in enumerate(f.nodes):
                 node(base + ("nodes", j), x)
-        if f.kind in ("partition", "latency", "flap") and (f.nodes is None) == (f.rack is None):
-            what = {"partition": "a partition", "latency": "a latency fault", "flap": "a flap"}[f.kind]
+        if f.kind in ("partition", "latency", "flap", "loss") and (f.nodes is None) == (f.rack is None):
+            what = {"partition": "a partition", "latency": "a latency fault", "flap": "a flap",
+                    "loss": "a loss fault"}[f.kind]
             out.append((base, f"{what} names either `nodes` or `rack`"))
         if f.kind == "flap":
             if f.down >= f.period:

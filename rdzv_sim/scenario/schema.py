@@ -140,6 +140,9 @@ class Crash(_At):
 class Restart(_At):
     kind: Literal["restart"]
     node: int
+    # the host comes back under its name with another address (a pod rescheduled: same name,
+    # new IP); its workers' MASTER_ADDR must follow when it is rank 0
+    new_address: bool = False
 
 
 class SlowJoin(Strict):
@@ -182,6 +185,19 @@ class Flap(_At):
     duration: PositiveFloat
     period: PositiveFloat
     down: PositiveFloat
+
+
+class Loss(_At):
+    """A lossy link: each message on the named nodes' (or a rack's) link to the store is lost
+    with probability `rate` for `duration` s, and TCP resends it after its retransmission
+    timeout `rto`, doubling with each loss in a row (at most 6): a bad optic, an overrun port.
+    Real runs: the fault proxy holds each chunk for the same seeded draws."""
+    kind: Literal["loss"]
+    nodes: list[int] | None = None
+    rack: int | None = None
+    rate: Annotated[float, Field(gt=0.0, le=0.9)]
+    duration: PositiveFloat
+    rto: Annotated[float, Field(ge=0.001, le=10.0)] = 0.2       # Linux's minimum RTO
 
 
 class StoreCrash(_At):
@@ -240,7 +256,7 @@ class Straggler(_At):
 
 
 Fault = Annotated[
-    Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, Flap, StoreCrash, StorePause,
+    Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, Flap, Loss, StoreCrash, StorePause,
           RackFailure, ClockSkew, WorkerFailure, AgentFailure, Straggler, Preemption],
     Field(discriminator="kind"),
 ]

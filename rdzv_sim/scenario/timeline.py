@@ -26,14 +26,16 @@ class Action:
 def compile_fault(i: int, f) -> list[Action]:
     """The actions of fault `i`: crash, restart, start (a slow join), worker_failure, agent_failure,
     pause/resume, cut/heal (a partition; a flap: one pair per period), slow/unslow, store_crash, store_pause/store_resume,
-    rack_crash/rack_restart, clock_skew, straggle/unstraggle, terminate/reclaim."""
+    rack_crash/rack_restart, clock_skew, straggle/unstraggle, terminate/reclaim, lose/unlose."""
     k = f.kind
     if k == "slow_join":
         return [Action(f.delay, f.delay, "start", i, node=f.node)]
     at = f.at
     one = dict(fault=i, node=getattr(f, "node", None), rack=getattr(f, "rack", None),
                nodes=tuple(f.nodes) if getattr(f, "nodes", None) is not None else None)
-    if k in ("crash", "restart", "worker_failure", "agent_failure", "store_crash"):
+    if k == "restart":
+        return [Action(at, at, k, value=float(f.new_address), **one)]
+    if k in ("crash", "worker_failure", "agent_failure", "store_crash"):
         return [Action(at, at, k, **one)]
     if k == "clock_skew":
         return [Action(at, at, k, value=f.offset, **one)]
@@ -55,10 +57,11 @@ def compile_fault(i: int, f) -> list[Action]:
             out.append(Action(at + f.duration, f.duration, "unstraggle", value=f.slowdown, **one))
         return out
     pairs = {"pause": ("pause", "resume"), "partition": ("cut", "heal"),
-             "latency": ("slow", "unslow"), "store_pause": ("store_pause", "store_resume")}
+             "latency": ("slow", "unslow"), "store_pause": ("store_pause", "store_resume"),
+             "loss": ("lose", "unlose")}
     if k in pairs:
         begin, end = pairs[k]
-        value = f.delay if k == "latency" else f.duration
+        value = f.delay if k == "latency" else f.rate if k == "loss" else f.duration
         return [Action(at, at, begin, value=value, **one),
                 Action(at + f.duration, f.duration, end, value=value, **one)]
     if k == "rack_failure":

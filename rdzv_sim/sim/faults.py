@@ -7,6 +7,7 @@ the scenario's seed, so a seed replays exactly whatever order events run in.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,7 +28,10 @@ def apply(sim, a, state: dict) -> None:
     if k == "crash":
         sim.crash(sim.node_at(a.node), "crash")
     elif k in ("restart", "start"):
-        sim.start(sim.node_at(a.node), "restart" if k == "restart" else "slow_join")
+        node = sim.node_at(a.node)
+        if a.value:                          # back under its name, at another address
+            node.info = replace(node.info, addr=f"{node.name}.{node.incarnation + 1}")
+        sim.start(node, "restart" if k == "restart" else "slow_join")
     elif k == "worker_failure":
         node = sim.node_at(a.node)
         sim.trace.record(env.now, node.name, "fault_worker_failure")
@@ -57,6 +61,17 @@ def apply(sim, a, state: dict) -> None:
         for h in state["hosts"]:
             sim.net.slow(h, -a.value)
         sim.trace.record(env.now, "network", "latency_healed", detail={"hosts": len(state["hosts"])})
+    elif k == "lose":
+        hosts = state["hosts"] = _hosts(sim, a)
+        f = sim.sc.faults[a.fault]
+        sim.trace.record(env.now, "network", "fault_loss",
+                         detail={"hosts": sorted(hosts), "rate": f.rate, "rto": f.rto, "duration": f.duration})
+        for h in hosts:
+            sim.net.set_loss(h, f.rate, f.rto)
+    elif k == "unlose":
+        for h in state["hosts"]:
+            sim.net.set_loss(h, 0.0)
+        sim.trace.record(env.now, "network", "loss_healed", detail={"hosts": len(state["hosts"])})
     elif k == "store_crash":
         sim.crash_store("store_crash")
     elif k == "store_pause":

@@ -51,6 +51,8 @@ class Network:
         self._u_next = 0
         self.base = nx.single_source_dijkstra_path_length(graph, store_host, weight="latency")
         self.extra: dict[str, float] = {}      # host -> added one-way delay (latency faults)
+        self.loss: dict[str, tuple[float, float]] = {}   # host -> (loss rate, RTO) (loss faults)
+        self.loss_rng = rng.spawn(1)[0]        # its own stream: jitter draws stay as they were
         self.isolated: dict[str, int] = {}     # host -> id of the partition group it is in
         self.heal_events: dict = {}            # group -> event that fires when it heals
         self._next_group = 1
@@ -71,7 +73,23 @@ class Network:
                 self._u, i = self.rng.random(4096).tolist(), 0
             self._u_next = i + 1
             base *= 1.0 + self.jitter * self._u[i]
+        if self.loss and host in self.loss:
+            base += self._resends(*self.loss[host])
         return base + self.extra[host] if self.extra and host in self.extra else base
+
+    def _resends(self, rate: float, rto: float) -> float:
+        """What TCP's retransmissions add to one message on a link that loses `rate` of them."""
+        k = 0
+        while k < 6 and self.loss_rng.random() < rate:
+            k += 1
+        return rto * ((1 << k) - 1)
+
+    def set_loss(self, host: str, rate: float, rto: float = 0.2) -> None:
+        """`host`'s link loses `rate` of its messages from now on (0: none)."""
+        if rate > 0:
+            self.loss[host] = (rate, rto)
+        else:
+            self.loss.pop(host, None)
 
     def slow(self, host: str, delay: float) -> None:
         """Add `delay` (negative: take it back) to `host`'s one-way latency to the store."""

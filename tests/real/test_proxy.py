@@ -51,3 +51,25 @@ def test_delay_cut_heal_reset(store_and_proxy):
         pass                                                 # the dropped connection reports it
     assert rt.execute(O.Add("k", 1)) >= 5
     rt.close()
+
+
+def test_a_lossy_link_resends_late_and_resets_at_its_rate(store_and_proxy):
+    """Every chunk lost once or more (rate 0.9): each call waits out at least one RTO per
+    direction, and still arrives exactly once; reset=1 closes the next call's connection."""
+    server, proxy = store_and_proxy
+    port = proxy.add("node0")
+    rt = RealRuntime("127.0.0.1", port, lambda *a: None, op_timeout=5.0)
+    assert rt.execute(O.Add("k", 1)) == 1
+    proxy.set_loss("node0", 0.9, rto=0.02)
+    t = time.monotonic()
+    for _ in range(5):
+        rt.execute(O.Add("k", 1))
+    took = time.monotonic() - t
+    assert int(server.add("k", 0)) == 6                      # resent, not duplicated
+    assert took >= 5 * 2 * 0.02 * 0.5                        # well above a clean link's
+    proxy.set_loss("node0", 0.0, reset=1.0)
+    with pytest.raises((O.StoreError, O.StoreTimeout)):
+        rt.execute(O.Add("k", 1))
+    proxy.set_loss("node0", 0.0)
+    assert rt.execute(O.Add("k", 0)) >= 6                    # clean again: reconnects
+    rt.close()

@@ -203,3 +203,23 @@ def test_preemption_with_notice_hrw_reforms_before_the_kill():
     import rdzv_sim
     sim = rdzv_sim.run(sc)
     assert sim.rounds.nnodes.tolist() == [3, 2] and sim.rounds.iloc[1]["end"] < 16.5
+
+
+def test_gray_links_loss_then_flap_slow_but_do_not_break_the_round():
+    """Node 1's link loses half its chunks while round 0 forms (each held for TCP's doubling
+    resend timeouts), then node 0's link flaps (1 s down every 3 s, shorter than the
+    collectives' timeout): round 0 forms, slower for node 1, and the job never re-forms;
+    the simulator says the same."""
+    sc = scenario("real-gray", 30, [
+        {"kind": "loss", "nodes": [1], "at": 0, "duration": 12, "rate": 0.5, "rto": 0.1},
+        {"kind": "flap", "nodes": [0], "at": 14, "duration": 9, "period": 3, "down": 1}], nodes=2)
+    r = run_real(sc)
+    assert r.rounds.nnodes.tolist() == [2], r.events[["t", "node", "event"]].to_string()
+    ev = r.events
+    assert (ev.event == "fault_loss").sum() == 1 and (ev.event == "loss_healed").sum() == 1
+    assert (ev.event == "fault_partition").sum() == 3
+    ra = ev[ev.event == "rank_assigned"]
+    assert dict(zip(ra.node, [d["latency"] for d in details(ra)]))["node1"] >= 0.1   # resent
+    assert not check_safety({"events": ev, "rounds": r.rounds}, load(sc)).violations
+    import rdzv_sim
+    assert rdzv_sim.run(sc).rounds.nnodes.tolist() == [2]

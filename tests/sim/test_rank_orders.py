@@ -48,3 +48,15 @@ def test_an_unreadable_published_order_is_said_and_hrw_order_used(garbage):
 def test_a_bad_rank_order_is_refused_with_its_path():
     with pytest.raises(rdzv_sim.Error, match=r"protocol\.rank_order"):
         rdzv_sim.load_scenario("quickstart", ["protocol.rank_order=alphabetical"])
+
+
+def test_a_host_back_at_a_new_address_is_its_rounds_master_there():
+    """A pod rescheduled (same name, new IP): node2, rank 0 by HRW, returns at another address;
+    every member of the next round gets the new one as MASTER_ADDR, never the stale one."""
+    import json
+    sc = rdzv_sim.load_scenario("quickstart", ["faults=[{kind: crash, node: 2, at: 120}, "
+                                               "{kind: restart, node: 2, at: 200, new_address: true}]"])
+    ev = rdzv_sim.run(sc).events
+    ranked = ev[ev["event"] == "rank_assigned"]
+    masters = {int(r): sorted({json.loads(d)["master"] for d in g["detail"]}) for r, g in ranked.groupby("round")}
+    assert masters == {0: ["node2"], 1: ["node4"], 2: ["node2.2"]}

@@ -147,6 +147,27 @@ def test_rank_order_stable_keeps_ranks_when_a_node_joins(store):
         h.shutdown()
 
 
+def test_a_node_back_at_a_new_address_gives_its_new_address_as_master(store):
+    """A pod rescheduled: same node name, new IP. Its newest descriptor wins the slot, so the
+    round's MASTER_ADDR is the new address for every member."""
+    from hrw import Placement
+    first = next(n for n in ("m1", "m2", "m3", "m4") if Placement([n, "other"], seed=0).rank_order("move")[0] == n)
+    old = get_rendezvous_handler(params(store, first, run_id="move", lo=2, hi=2))
+    peer = get_rendezvous_handler(params(store, "other", run_id="move", lo=2, hi=2))
+    infos = join_all([old, peer])
+    assert {i.bootstrap_store_info.master_addr for i in infos} == {"127.0.0.1"}
+    old.shutdown()                                         # the pod goes; it comes back elsewhere
+    conf = {"last_call_timeout": "0.5", "join_timeout": "20", "is_host": "false", "read_timeout": "5",
+            "node_name": first}
+    moved = get_rendezvous_handler(RendezvousParameters("hrw", f"127.0.0.1:{store.port}", "move", 2, 2,
+                                                        local_addr="127.0.0.2", **conf))
+    infos = join_all([moved, peer])
+    assert [i.rank for i in infos] == [0, 1]
+    assert {i.bootstrap_store_info.master_addr for i in infos} == {"127.0.0.2"}
+    for h in (moved, peer):
+        h.shutdown()
+
+
 def test_a_fixed_rank_is_refused_by_name(store):
     with pytest.raises(ValueError, match="rank=.*static backend"):
         get_rendezvous_handler(params(store, "a", rank="0"))
