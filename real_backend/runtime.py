@@ -67,8 +67,11 @@ def _is_timeout(e: Exception) -> bool:
 
 class RealRuntime:
     def __init__(self, host: str, port: int, emit, *, op_timeout: float = 30.0, t0: float | None = None,
-                 seed: int = 0, workers=None, clock_skew: float = 0.0):
+                 seed: int = 0, workers=None, clock_skew: float = 0.0, connect=None):
         self.host, self.port, self.emit = host, port, emit
+        # makes one store connection (default: a TCPStore client of host:port); an etcd
+        # cluster's is real_backend.etcd.EtcdStore, with TCPStore's calls
+        self.connect = connect
         self.op_timeout = op_timeout
         self.t0 = time.monotonic() if t0 is None else t0
         self.rng = np.random.default_rng(seed)
@@ -112,6 +115,8 @@ class RealRuntime:
             # maker that waited its deadline for the lock goes ahead without it
             locked = _CONNECT_LOCK.acquire(timeout=self.op_timeout)
             try:
+                if self.connect is not None:
+                    return self.connect()
                 return dist.TCPStore(self.host, self.port, is_master=False, wait_for_workers=False,
                                      timeout=timedelta(seconds=self.op_timeout), use_libuv=True)
             finally:
@@ -121,13 +126,13 @@ class RealRuntime:
         try:
             return fut.result(timeout=self.op_timeout + 1.0)
         except cf.TimeoutError:
-            if self._refused():
+            if self.connect is None and self._refused():
                 raise O.StoreError(f"the store at {self.host}:{self.port} refuses connections: "
                                    "it is not running") from None
             raise O.StoreTimeout(f"connecting to the store at {self.host}:{self.port} hung past "
                                  f"{self.op_timeout:g} s") from None
         except Exception as e:  # noqa: BLE001 - torch raises several kinds
-            if _is_timeout(e) and not self._refused():
+            if _is_timeout(e) and (self.connect is not None or not self._refused()):
                 raise O.StoreTimeout(f"cannot reach the store at {self.host}:{self.port}: {e}") from None
             raise O.StoreError(f"cannot connect to the store at {self.host}:{self.port}: {e}") from None
 

@@ -1,0 +1,128 @@
+"""A real 3-member etcd cluster (Debian's etcd-server), started and stopped by the tests: the
+store client keeps TCPStore's semantics, and the hrw protocol runs on it unchanged, through a
+leader's death and a paused member. Skips, saying why, where no etcd binary is installed."""
+import threading
+import time
+
+import pytest
+
+from real_backend.etcd.cluster import EtcdCluster, available
+
+pytestmark = [pytest.mark.real, pytest.mark.skipif(available() is not None, reason=str(available()))]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with EtcdCluster(3) as c:
+        yield c
+
+
+def store(c, first=0, **kw):
+    from real_backend.etcd.store import EtcdStore
+    eps = c.endpoints[first:] + c.endpoints[:first]
+    return EtcdStore(eps, timeout=kw.pop("timeout", 10.0), prefix=kw.pop("prefix", "t/"), **kw)
+
+
+def test_tcpstore_semantics(cluster):
+    s = store(cluster, prefix="sem/")
+    assert s.compare_set("k", "", "a") == b"a"                    # created
+    assert s.compare_set("k", "", "b") == b"a"                    # exists: the value stored
+    assert s.compare_set("k", "a", "c") == b"c"                   # matched: swapped
+    assert s.compare_set("k", "zz", "d") == b"c"                  # no match: the value stored
+    assert s.compare_set("missing", "x", "y") == b"x"             # missing, non-empty expected
+    assert not s.check(["missing"])
+    assert s.add("n", 2) == 2 and s.add("n", 3) == 5 and s.add("n", 0) == 5
+    s.multi_set([f"m{i}" for i in range(300)], [str(i) for i in range(300)])   # > one txn
+    assert s.multi_get(["m0", "m299"]) == [b"0", b"299"]
+    assert s.check(["k", "n", "m150"]) and s.delete_key("k") and not s.delete_key("k")
+    t = time.monotonic()
+    with pytest.raises(TimeoutError):
+        s.wait(["never"], 0.5)
+    assert time.monotonic() - t >= 0.5
+
+
+def test_adds_from_many_clients_all_count_and_a_wait_wakes_on_a_put(cluster):
+    done = []
+
+    def adder(i):
+        s = store(cluster, first=i % 3, prefix="race/")
+        for _ in range(20):
+            s.add("count", 1)
+        done.append(i)
+    threads = [threading.Thread(target=adder, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(done) == 6 and store(cluster, prefix="race/").add("count", 0) == 120
+    waiter, got = store(cluster, first=1, prefix="race/"), []
+    t = threading.Thread(target=lambda: got.append(waiter.get("late")))
+    t.start()
+    time.sleep(0.3)
+    store(cluster, first=2, prefix="race/").set("late", b"here")
+    t.join(10)
+    assert got == [b"here"]
+
+
+def hrw_round(c, run_id, names, firsts, before=None, timeout=30.0):
+    """`names` join one hrw round on the etcd cluster, each over its own real runtime;
+    `before(i)` runs in node i's thread before it joins."""
+    from rdzv_sim.protocols.base import NodeInfo
+    from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
+    from real_backend.runtime import RealRuntime
+    proto = HrwProtocol(HrwSettings(run_id=run_id, min_nodes=len(names), max_nodes=len(names),
+                                    last_call_timeout=0.5, confirm_timeout=10, join_timeout=timeout))
+    out, errs = {}, []
+
+    def node(i, name):
+        try:
+            if before:
+                before(i)
+            rt = RealRuntime("etcd", 0, lambda *a: None, op_timeout=10.0,
+                             connect=lambda: store(c, first=firsts[i], prefix=""))
+            out[name] = rt.drive(proto.rendezvous(NodeInfo(name, "127.0.0.1", 1, i)))
+            rt.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errs.append(e)
+    threads = [threading.Thread(target=node, args=(i, n)) for i, n in enumerate(names)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 10)
+    assert not errs, errs
+    return out
+
+
+def test_hrw_completes_a_round_on_etcd(cluster):
+    out = hrw_round(cluster, "plain", ["a", "b", "c"], [0, 1, 2])
+    assert sorted(r.rank for r in out.values()) == [0, 1, 2]
+    assert len({r.digest for r in out.values()}) == 1
+
+
+def test_hrw_completes_a_round_after_the_leader_is_killed_mid_rendezvous(cluster):
+    """Two nodes join; the leader dies; the third joins through a member that was a follower:
+    the round completes with all three, after an election."""
+    leader = cluster.leader()
+    others = [i for i, n in enumerate(cluster.names) if n != leader]
+
+    def before(i):
+        if i == 2:
+            time.sleep(1.0)                  # a and b are in and waiting
+            cluster.kill(leader)
+    out = hrw_round(cluster, "leader-dies", ["a", "b", "c"], [others[0], others[1], others[0]], before)
+    assert sorted(r.rank for r in out.values()) == [0, 1, 2]
+    assert cluster.leader() != leader
+    cluster.restart(leader)
+    cluster.wait_healthy(30, members=cluster.names)
+
+
+def test_a_paused_member_does_not_stall_the_others(cluster):
+    """Member m2 is stopped (SIGSTOP): a node whose client talks to it moves on to another
+    member after its request timeout, and the round completes."""
+    victim = cluster.names[2]
+    cluster.pause(victim)
+    try:
+        out = hrw_round(cluster, "paused", ["a", "b", "c"], [0, 1, 2])
+        assert sorted(r.rank for r in out.values()) == [0, 1, 2]
+    finally:
+        cluster.resume(victim)
