@@ -75,7 +75,7 @@ def main():
     ap.add_argument("--set", dest="sets", action="append", default=None)
     args = ap.parse_args()
     sets = args.sets if args.sets is not None else (
-        ["fidelity=aggregate", "shards.policies=[hrw, modulo]"] if args.scenario == "llama3-54d" else [])
+        ["fidelity=aggregate", "shards.policies=[hrw,modulo]"] if args.scenario == "llama3-54d" else [])
     r = {"scenario": args.scenario, "sets": sets, "results": measure(args.scenario, sets),
          "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
          "python": platform.python_version(), "rdzv_sim": "local", "date": time.strftime("%Y-%m-%d %H:%M")}

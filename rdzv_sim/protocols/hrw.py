@@ -140,7 +140,8 @@ class HrwProtocol(Protocol):
             yield from self._close(rnd, node)
         elif slot == cfg.min_nodes:
             if (yield from self._first(watch_key(closed), cfg.last_call_timeout)) is None:
-                yield from self._close(rnd, node)
+                if (yield from self._owed_arrived(rnd)):
+                    yield from self._close(rnd, node)
         elif slot < cfg.min_nodes:
             # sleep until the min_nodes-th joiner arrives (no polling), or the deadline
             now = yield Now()
@@ -164,6 +165,31 @@ class HrwProtocol(Protocol):
             yield from self._close(rnd, node)
             if (yield Now()) > deadline:
                 raise RendezvousTimeout("round never closed")
+
+    def _owed_arrived(self, rnd: int):
+        """Whether to close now. A round that follows one ended for late joiners owes them a
+        place: with a last call shorter than `hole_grace`, the closer waits up to `hole_grace`
+        for as many joiners as that round had members and waiters, else a member nearer the
+        store rejoins first every time, closes without them, and the restart repeats forever.
+        False: the round was closed meanwhile."""
+        cfg = self.cfg
+        if rnd == 0 or cfg.last_call_timeout >= cfg.hole_grace:
+            return True
+        prev = self._k(rnd - 1, "closed")
+        if not (yield Check((prev,))):
+            return True
+        try:
+            owed = min(cfg.max_nodes, closed_count((yield Get(prev)))
+                       + (yield Add(self._k(rnd - 1, "waiting"), 0)))
+        except BadValue:
+            return True
+        if (yield Add(self._k(rnd, "seq"), 0)) >= owed:
+            return True
+        idx, value = yield FirstOf(watch_key(self._k(rnd, "closed")), watch_key(self._k(rnd, f"n{owed}")),
+                                   Sleep(cfg.hole_grace - cfg.last_call_timeout))
+        if isinstance(value, BaseException):
+            raise value
+        return idx != 0
 
     # --- closing ---------------------------------------------------------------------
     def _close(self, rnd: int, node: NodeInfo):

@@ -22,7 +22,27 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         out.append((("cluster", "topology", "racks"), f"{racks} racks for only {n} nodes"))
     if sc.cluster.start_nodes is not None and sc.cluster.start_nodes > n:
         out.append((("cluster", "start_nodes"), f"{sc.cluster.start_nodes} > nodes ({n})"))
-    if sc.store.host is not None:
+    st = sc.store
+    if st.kind == "replicated":
+        if st.replicas < 3 or st.replicas % 2 == 0:
+            out.append((("store", "replicas"), f"{st.replicas} replicas: a replicated store needs an "
+                        "odd number, at least 3 (a majority must survive a member's loss)"))
+        if "host" in st.model_fields_set and st.host is not None:
+            out.append((("store", "host"), "a replicated store lives on `hosts` (one node per "
+                        "replica, or none: outside the job), not on one `host`: set it to null"))
+        if st.hosts is not None:
+            if len(st.hosts) != st.replicas:
+                out.append((("store", "hosts"), f"{len(st.hosts)} hosts for {st.replicas} replicas: "
+                            "give one node per replica"))
+            elif len(set(st.hosts)) != len(st.hosts):
+                out.append((("store", "hosts"), "two replicas on one node: give each its own"))
+            for j, x in enumerate(st.hosts):
+                node(("store", "hosts", j), x)
+        if st.heartbeat_interval >= st.election_timeout:
+            out.append((("store", "heartbeat_interval"), f"{st.heartbeat_interval:g} s is not shorter "
+                        f"than the election timeout ({st.election_timeout:g} s): followers would "
+                        "elect a new leader between beats"))
+    elif sc.store.host is not None:
         node(("store", "host"), sc.store.host)
     p = sc.protocol
     if sc.min_nodes > sc.max_nodes:
@@ -33,6 +53,9 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
                     f"min_nodes ({sc.min_nodes}) exceeds the cluster's {sc.cluster.nodes} nodes"))
     out += p.problems(sc)                 # what the protocol itself says of the scenario
     if sc.fidelity == "aggregate":
+        if sc.store.kind != "tcpstore":
+            out.append((("store", "kind"), "fidelity: aggregate models one TCPStore only; use "
+                        "fidelity: per_operation for a replicated store"))
         if p.name != "hrw":
             out.append((("protocol", "name"), f"fidelity: aggregate models the hrw protocol only, "
                         f"not {p.name!r}; use fidelity: per_operation"))

@@ -76,9 +76,9 @@ def apply(sim, a, state: dict) -> None:
         sim.crash_store("store_crash")
     elif k == "store_pause":
         sim.trace.record(env.now, "store", "fault_store_pause", detail={"duration": a.value})
-        sim.store.pause()
+        sim.store.sigstop()
     elif k == "store_resume":
-        sim.store.resume()
+        sim.store.sigcont()
         sim.trace.record(env.now, "store", "store_resumed")
     elif k == "rack_crash":
         hosts = state["hosts"] = sim.net.hosts_in_rack(f"rack{a.rack}")

@@ -20,6 +20,7 @@ from .network import Network
 from .node import SimNode
 from .scheduler import Scheduler
 from .runtime import RuntimeConfig, SimRuntime
+from .replicated import ReplicatedStore
 from .store import ServiceModel, StoreServer
 
 
@@ -57,7 +58,7 @@ class Simulation:
         self.sc = sc
         self.env = env = simpy.Environment()
         self._events = _count_events(env)
-        seeds = np.random.SeedSequence(sc.seed).spawn(4)
+        seeds = np.random.SeedSequence(sc.seed).spawn(5)   # the first four as they always were
         rng_net, self.rng_start, rng_faults = (np.random.default_rng(s) for s in seeds[:3])
         n = sc.hosts                                     # the job's nodes and its hot spares
         width = len(str(n - 1))
@@ -67,14 +68,23 @@ class Simulation:
             graph = network.racks(hosts, topo.racks, topo.link_latency, topo.spine_latency, topo.spines)
         else:
             graph = network.flat(hosts, topo.link_latency)
-        store_host = hosts[sc.store.host] if sc.store.host is not None else "launcher"
+        st = sc.store
+        if st.kind == "replicated":
+            members = [hosts[i] for i in st.hosts] if st.hosts is not None else ["launcher"] * st.replicas
+            store_host = members[0]
+        else:
+            store_host = hosts[st.host] if st.host is not None else "launcher"
         if store_host == "launcher":
             graph.add_node("launcher", level="host")
             graph.add_edge("launcher", "spine0" if topo.kind == "racks" else "switch",
                            latency=topo.link_latency)
         self.net = Network(env, graph, store_host, topo.jitter, rng_net)
-        self.store = StoreServer(env, store_host, ServiceModel(sc.store.service_base,
-                                                               sc.store.service_per_byte))
+        service = ServiceModel(st.service_base, st.service_per_byte)
+        if st.kind == "replicated":
+            self.store = ReplicatedStore(env, self, members, service, st.commit_time,
+                                         st.election_timeout, np.random.default_rng(seeds[4]))
+        else:
+            self.store = StoreServer(env, store_host, service)
         self.trace = Tracer()
         a = sc.agent
         self.runtime = SimRuntime(env, self.store, self.net, self.trace, RuntimeConfig(
@@ -142,6 +152,7 @@ class Simulation:
         node.running_round = node.ctx_round = None
         node.pending.clear()
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
+        self.store.host_up(node.name)
         info = replace(node.info, pid=1000 + node.incarnation)     # a new agent process
         gen = elastic_agent(info, self.protocol, self.agent_cfg)
         node.process = self.env.process(self._boot(node, gen, node.incarnation))
@@ -184,8 +195,10 @@ class Simulation:
             node.process.interrupt("crash")
         self.runtime.peers_notice(node.running_round, {node.name}, self.notice_delay(cause, detection))
         node.running_round = None
-        if node.name == self.store.host:
+        if node.name == self.store.host and self.sc.store.kind == "tcpstore":
             self.crash_store("store_host_crash")
+        else:
+            self.store.host_down(node.name)
 
     def notice_delay(self, cause: str, detection: float | None = None) -> float:
         """How long a crashed member's peers take to fail: a killed process's connections are
@@ -205,7 +218,9 @@ class Simulation:
         self.store.restart()
 
     def crash_store(self, cause: str) -> None:
-        if self.store.alive:
+        if self.sc.store.kind == "replicated":
+            self.store.crash()                   # the leader's member: the others elect
+        elif self.store.alive:
             self.trace.record(self.env.now, "store", "fault_store_crash", detail={"cause": cause})
             self.store.crash()
 
@@ -231,6 +246,7 @@ class Simulation:
         self.trace.record(self.env.now, "network", "fault_partition",
                           detail={"hosts": sorted(hosts), "duration": duration})
         group = self.net.cut(hosts)
+        self.store.links_changed()
         if duration >= self.runtime.cfg.collective_timeout:
             cut = set(hosts)
             for rnd in sorted(self.runtime.rounds):
@@ -242,6 +258,7 @@ class Simulation:
     def heal(self, group: int) -> None:
         hosts = sum(1 for g in self.net.isolated.values() if g == group)
         self.net.heal(group)
+        self.store.links_changed()
         self.trace.record(self.env.now, "network", "partition_healed", detail={"hosts": hosts})
 
     # --- running -------------------------------------------------------------------

@@ -115,6 +115,24 @@ class StoreServer:
             return self.service.base + self.service.per_byte * nbytes
         return self.service.time(nbytes) / (1.0 - min(self._rho, 0.95))
 
+    def sigstop(self) -> None:
+        """A store_pause fault (the server process stopped)."""
+        self.pause()
+
+    def sigcont(self) -> None:
+        self.resume()
+
+    def links_changed(self) -> None:
+        """A partition began or healed (a replicated store re-checks its majority)."""
+
+    def host_down(self, host: str) -> None:
+        """A node crashed: the store dies with the node that hosts it."""
+        if host == self.host and self.alive:
+            self.crash()
+
+    def host_up(self, host: str) -> None:
+        """A node started again (a TCPStore does not come back with its host)."""
+
     def pause(self) -> None:
         if not self.paused:
             self.paused = True

@@ -13,7 +13,8 @@ from .invariants import (Report, Violation, check_liveness, check_safety, livene
                          quiet_time)
 from .known import KNOWN
 from .replay import replay_hint, save_failure, to_yaml
-from .strategies import agent_settings, fault_schedules, protocol_settings, scenarios
+from .strategies import (agent_settings, fault_schedules, protocol_settings, replicated_stores,
+                         scenarios)
 
 
 def check_run(scenario, liveness: bool = True):

@@ -295,7 +295,8 @@ PROTOCOL_INVARIANTS: dict[str, list] = {
 def liveness_bound(scenario) -> float:
     """Seconds after the last fault by which a round of the live nodes must have completed."""
     a, s = scenario.agent, scenario.store
-    one_round = (a.collective_timeout + a.monitor_interval + s.op_timeout + a.retry_backoff
+    election = 2 * s.election_timeout if s.kind == "replicated" else 0.0    # one, at most
+    one_round = (a.collective_timeout + a.monitor_interval + s.op_timeout + a.retry_backoff + election
                  + scenario.protocol.round_time()
                  + a.worker_start + a.worker_start_per_node * scenario.cluster.nodes + 1.0)
     return 2.0 * one_round
@@ -326,7 +327,8 @@ def round_trip(scenario) -> float:
     serve = (n + 1) * (store.service_base + store.service_per_byte * size)
     crowd = n / cpu.shared_cores if cpu.shared_cores else 1.0
     client = 2 * (cpu.base + cpu.per_byte * size + cpu.first_of) * max(1.0, crowd)
-    return 2 * one_way + serve + client
+    commit = store.commit_time if store.kind == "replicated" else 0.0
+    return 2 * one_way + serve + client + commit
 
 
 def rounds_are_prompt(events: pd.DataFrame, scenario,
@@ -363,7 +365,7 @@ def check_liveness(tables: dict, scenario, slack: float = 1.0, prompt: bool = Tr
     slack on real traces). Scenarios that lose the store are exempt: the job ends instead.
     """
     ev = tables["events"]
-    if scenario.random_faults or (ev["event"] == "store_lost").any():
+    if scenario.random_faults or (ev["event"] == "store_lost").any() or leaderless(ev):
         return Report()
     prompt = rounds_are_prompt(ev, scenario) if prompt else []
     t_quiet = quiet_time(scenario)
@@ -372,6 +374,12 @@ def check_liveness(tables: dict, scenario, slack: float = 1.0, prompt: bool = Tr
         return Report([Violation("liveness", f"run too short to judge: needs {deadline:.1f} s")])
     report = converged(ev, deadline, scenario.min_nodes, scenario.max_nodes)
     return Report(known_for(scenario.protocol.name, prompt + report.violations, scenario))
+
+
+def leaderless(events: pd.DataFrame) -> bool:
+    """A replicated store that lost its leader and never elected another (no majority left)."""
+    ev = events[events["event"].isin(("store_leader_lost", "store_leader_elected"))]
+    return bool(len(ev)) and ev["event"].iloc[-1] == "store_leader_lost"
 
 
 def alive_nodes(events: pd.DataFrame) -> set:

@@ -114,11 +114,27 @@ def agent_settings(draw) -> dict:
 
 
 @st.composite
+def replicated_stores(draw, nodes: int) -> dict:
+    """A replicated store section (etcd's shape): 3 or 5 members on distinct nodes of the job
+    (so that crashes and partitions of those nodes hit them) or outside it, and its timers."""
+    replicas = draw(st.sampled_from([3, 5] if nodes >= 5 else [3]))
+    inside = nodes >= replicas and draw(st.booleans())
+    hosts = sorted(draw(st.permutations(range(nodes)))[:replicas]) if inside else None
+    election = draw(st.sampled_from([0.5, 1.0, 3.0]))
+    return {"kind": "replicated", "host": None, "replicas": replicas, "hosts": hosts,
+            "election_timeout": election, "heartbeat_interval": election / 10,
+            "commit_time": draw(st.sampled_from([0.0, 1e-3, 0.02])),
+            "op_timeout": draw(st.integers(5, 30))}
+
+
+@st.composite
 def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
-              horizon: float = 200.0, settings: dict | None = None):
+              horizon: float = 200.0, settings: dict | None = None, store=None):
     """A validated Scenario with generated cluster, settings and faults.
 
     `settings` fixes or draws protocol fields: `settings={"rank_order": st.just("stable")}`.
+    `store` is a store section, a strategy of one, or a function of the node count that
+    returns either (`store=replicated_stores`); default: one TCPStore outside the job.
 
     `faults` is a strategy of fault lists, or a function of the node count that returns one
     (so that node indexes fit the drawn cluster): `faults=lambda n: fault_schedules(n, ...)`.
@@ -126,13 +142,17 @@ def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
     n = draw(nodes)
     if callable(faults) and not isinstance(faults, st.SearchStrategy):
         faults = faults(n)
+    if callable(store) and not isinstance(store, st.SearchStrategy):
+        store = store(n)
+    if isinstance(store, st.SearchStrategy):
+        store = draw(store)
     data = {
         "name": f"generated-{protocol}",
         "seed": draw(st.integers(0, 2**32 - 1)),
         "duration": 1.0,
         "cluster": {"nodes": n, "nproc_per_node": draw(st.integers(1, 4)),
                     "start_spread": draw(st.sampled_from([0.0, 0.5, 5.0]))},
-        "store": {"host": None, "op_timeout": draw(st.integers(5, 30))},
+        "store": store or {"host": None, "op_timeout": draw(st.integers(5, 30))},
         "protocol": draw(protocol_settings(protocol, n, settings)),
         "agent": draw(agent_settings()),
         "shards": {"count": 256, "policies": ["hrw"]},

@@ -34,6 +34,10 @@ def available() -> str | None:
     """None when an etcd cluster can be started here, else why not."""
     if binary() is None:
         return "no etcd binary (Debian: apt-get install etcd-server; or set RDZV_SIM_ETCD)"
+    try:
+        import etcd3gw  # noqa: F401
+    except ImportError:
+        return "no etcd client (pip install etcd3gw, or the project's [real] extra)"
     return None
 
 

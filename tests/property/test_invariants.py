@@ -2,7 +2,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdzv_sim.testing import check_run, fault_schedules, scenarios
+from rdzv_sim.testing import check_run, fault_schedules, replicated_stores, scenarios
+from rdzv_sim.testing.strategies import FAULT_KINDS
 
 
 @given(scenarios(protocol="hrw"))
@@ -32,4 +33,24 @@ def test_readme_example(sc):
 @given(scenarios(protocol="hrw", settings={"rank_order": st.sampled_from(["topology", "stable"])}))
 def test_hrw_rank_orders_keep_their_promises(sc):
     """Each rank order's own invariant (node-list order; kept ranks) under random faults."""
+    check_run(sc)
+
+
+REPLICA_FAULTS = (*FAULT_KINDS, "store_crash")
+
+
+@settings(max_examples=40)
+@given(scenarios(protocol="hrw", store=replicated_stores,
+                 faults=lambda n: fault_schedules(n, kinds=REPLICA_FAULTS)))
+def test_hrw_on_a_replicated_store(sc):
+    """Members crash, pause and are cut off with the nodes that host them, leaders die: one
+    round's members agree, no round completes on both sides of a cut, and the job converges
+    whenever a majority of members is left."""
+    check_run(sc)
+
+
+@settings(max_examples=30)
+@given(scenarios(protocol="c10d", store=replicated_stores,
+                 faults=lambda n: fault_schedules(n, kinds=REPLICA_FAULTS)))
+def test_c10d_on_a_replicated_store(sc):
     check_run(sc)

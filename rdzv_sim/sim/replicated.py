@@ -1,0 +1,128 @@
+"""A replicated store, as etcd is: a Raft cluster of `replicas` members, one of them leading.
+
+The keys and TCPStore's semantics are the single server's (`StoreServer`): the members hold
+one replicated log, so what a client sees is what one linearizable server would show. What
+replication changes is timing and availability:
+
+- every request is served by the leader and answered once a quorum has it: its reply leaves
+  `commit_time` after its service (a round trip to the nearest majority and the log's fsync;
+  reads too, as etcd's linearizable reads confirm leadership first). The leader pipelines, so
+  its FIFO server is busy only for the service itself;
+- a member goes down with its host; when the leader does (or is paused, or is cut off from a
+  majority) nobody serves until the followers elect another, an election timeout later
+  (randomized in [1, 2) x `election_timeout`, as Raft's is, from the seed); a cluster without a
+  majority of live, connected members serves nobody until it has one again (requests hang,
+  then time out: a replicated store is never lost, only unavailable);
+- clients reach the store at the leader's host: a node cut off from the leader hangs, so a
+  minority behind a partition cannot write.
+"""
+from __future__ import annotations
+
+import networkx as nx
+
+from .store import ServiceModel, StoreServer
+
+
+class ReplicatedStore(StoreServer):
+    def __init__(self, env, sim, member_hosts: list[str], service: ServiceModel, commit_time: float,
+                 election_timeout: float, rng):
+        super().__init__(env, member_hosts[0], service)
+        self.sim, self.members = sim, list(member_hosts)
+        self.commit_time, self.election_timeout, self.rng = commit_time, election_timeout, rng
+        self.up = [True] * len(member_hosts)     # by member (hosts repeat when outside the job)
+        self.stopped: set[int] = set()                   # members paused (SIGSTOP)
+        self.leader: int | None = 0
+        self.electing = False
+        self._bases = {h: nx.single_source_dijkstra_path_length(sim.net.graph, h, weight="latency")
+                       for h in set(member_hosts)}
+
+    # --- what the runtime sees -----------------------------------------------------------
+    def admit(self, now: float, nbytes: int) -> float:
+        """Served by the leader, answered once committed."""
+        return super().admit(now, nbytes) + self.commit_time
+
+    def crash(self) -> None:
+        """A store_crash fault: the leader's member dies (its data is on every member's disk)."""
+        self.member_down(self.leader if self.leader is not None else 0, "fault_store_crash")
+
+    def sigstop(self) -> None:
+        """A store_pause fault stops the leader's member."""
+        self._stopped_by_fault = self.leader if self.leader is not None else 0
+        self.stop_member(self._stopped_by_fault)
+
+    def sigcont(self) -> None:
+        self.resume_member(getattr(self, "_stopped_by_fault", 0))
+
+    def links_changed(self) -> None:
+        self.reconsider()
+
+    # --- membership ----------------------------------------------------------------------
+    def live(self, i: int) -> bool:
+        return self.up[i] and i not in self.stopped
+
+    def _quorum_with(self, i: int) -> bool:
+        """Whether member i and the live members it can reach are a majority."""
+        net = self.sim.net
+        peers = [j for j in range(len(self.members)) if self.live(j)
+                 and net.reachable(self.members[i], self.members[j])]
+        return self.live(i) and len(peers) > len(self.members) // 2
+
+    def member_down(self, i: int, why: str = "store_member_crash") -> None:
+        if not self.up[i]:
+            return
+        self.sim.trace.record(self.env.now, "store", why, detail={"member": i, "leader": i == self.leader})
+        self.up[i] = False
+        self.reconsider()
+
+    def host_down(self, host: str) -> None:
+        """A node hosting a member crashed: the member with it."""
+        for i, h in enumerate(self.members):
+            if h == host:
+                self.member_down(i, "store_member_lost")
+
+    def host_up(self, host: str) -> None:
+        """A node hosting a member is back: the member rejoins with its log."""
+        for i, h in enumerate(self.members):
+            if h == host and not self.up[i]:
+                self.up[i] = True
+                self.sim.trace.record(self.env.now, "store", "store_member_back", detail={"member": i})
+                self.reconsider()
+
+    def stop_member(self, i: int) -> None:
+        self.stopped.add(i)
+        self.sim.trace.record(self.env.now, "store", "fault_store_member_pause",
+                              detail={"member": i, "leader": i == self.leader})
+        self.reconsider()
+
+    def resume_member(self, i: int) -> None:
+        self.stopped.discard(i)
+        self.sim.trace.record(self.env.now, "store", "store_member_resumed", detail={"member": i})
+        self.reconsider()
+
+    def reconsider(self) -> None:
+        """After any change of members or links: does the leader still lead a majority?"""
+        if self.leader is not None and self._quorum_with(self.leader):
+            return
+        if self.leader is not None:
+            self.sim.trace.record(self.env.now, "store", "store_leader_lost", detail={"member": self.leader})
+            self.leader = None
+            self.pause()                                 # nobody commits until a new leader
+        if not self.electing:
+            self.electing = True
+            self.env.process(self._elect())
+
+    def _elect(self):
+        """Followers time out, one wins: an election timeout in [1, 2) x `election_timeout`,
+        repeated while no member has a majority."""
+        while True:
+            yield self.env.timeout(self.election_timeout * (1.0 + float(self.rng.random())))
+            ready = [i for i in range(len(self.members)) if self._quorum_with(i)]
+            if ready:
+                break
+        self.electing = False
+        self.leader = ready[int(self.rng.integers(len(ready)))]
+        host = self.members[self.leader]
+        self.host = self.sim.net.store_host = host       # clients now reach the leader there
+        self.sim.net.base = self._bases[host]
+        self.sim.trace.record(self.env.now, "store", "store_leader_elected", detail={"member": self.leader})
+        self.resume()
