@@ -51,6 +51,8 @@ class RealRun:
             raise ValueError(f"the real launcher does not do {bad[0]}: {UNSUPPORTED[bad[0]]}")
         if self.sc.random_faults:
             raise ValueError("the real launcher does not do random faults: list them under faults:")
+        if self.sc.store.kind == "replicated":
+            replicated_problem(self.sc)
         self.host = host
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="rdzv-real-"))
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -60,6 +62,8 @@ class RealRun:
         self.store_proc = None
         self.port = store_port            # given: use that store (shared by several runs)
         self.proxy = None                 # the fault proxy, when a fault needs it
+        self.etcd = None                  # the etcd cluster of a replicated store
+        self.stopped_member = None        # the member a store_pause stopped
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -92,6 +96,10 @@ class RealRun:
                 "seed": self.sc.seed * 1000 + i, "events_path": str(self.dir / f"{name}.jsonl"),
                 "static_addr": "127.0.0.2", "static_port": self.static_port,
                 "plugins": plugin_modules()}
+        if self.etcd is not None:          # clients spread over the members, as deployments do
+            eps = self.etcd.endpoints
+            spec["etcd"] = eps[i % len(eps):] + eps[:i % len(eps)]
+            self.member_back(i)
         self.record(name, "node_start", {"why": why})
         p = self.ctx.Process(target=node_mod.main, args=(spec,), daemon=True)
         p.start()
@@ -105,10 +113,35 @@ class RealRun:
         os.kill(p.pid, signal.SIGKILL)
         p.join(5)
         self.record(name, "fault_crash", {"cause": cause})
-        if self.sc.store.host == i:
+        if self.etcd is not None:
+            self.member_lost(i)
+        elif self.sc.store.host == i:
             self.crash_store("store_host_crash")
 
+    # --- a replicated store's members (on the nodes of store.hosts, if given) --------------
+    def member_of(self, i: int) -> int | None:
+        hosts = self.sc.store.hosts
+        return hosts.index(i) if hosts is not None and i in hosts else None
+
+    def member_lost(self, i: int) -> None:
+        m = self.member_of(i)
+        if m is not None and self.etcd.alive(self.etcd.names[m]):
+            leader = self.etcd.leader(timeout=2.0) == self.etcd.names[m]
+            self.etcd.kill(self.etcd.names[m])
+            self.record("store", "store_member_lost", {"member": m, "leader": leader})
+
+    def member_back(self, i: int) -> None:
+        m = self.member_of(i)
+        if m is not None and not self.etcd.alive(self.etcd.names[m]):
+            self.etcd.restart(self.etcd.names[m])
+            self.record("store", "store_member_back", {"member": m})
+
     def crash_store(self, cause: str):
+        if self.etcd is not None:             # a store_crash: the leader's member dies
+            leader = self.etcd.leader()
+            self.etcd.kill(leader)
+            self.record("store", "fault_store_crash", {"member": self.etcd.names.index(leader), "leader": True})
+            return
         if self.store_proc is not None and self.store_proc.is_alive():
             os.kill(self.store_proc.pid, signal.SIGKILL)
             self.store_proc.join(5)
@@ -221,6 +254,15 @@ class RealRun:
             self.record(self.name(i), event, detail)
 
     def _store_sig(self, sig, event, detail=None):
+        if self.etcd is not None:              # store_pause / resume: the leader's member
+            if sig == signal.SIGSTOP:
+                self.stopped_member = self.etcd.leader()
+                self.etcd.pause(self.stopped_member)
+                detail = {**(detail or {}), "member": self.etcd.names.index(self.stopped_member)}
+            elif self.stopped_member is not None:
+                self.etcd.resume(self.stopped_member)
+            self.record("store", event, detail)
+            return
         if self.store_proc is not None and self.store_proc.is_alive():
             os.kill(self.store_proc.pid, sig)
             self.record("store", event, detail)
@@ -230,7 +272,12 @@ class RealRun:
 
     def run(self) -> RunResult:
         self.t0 = time.monotonic()
-        if self.port is None:
+        if self.sc.store.kind == "replicated":
+            from .etcd.cluster import EtcdCluster
+            self.etcd = EtcdCluster(self.sc.store.replicas, workdir=str(self.dir / "etcd"),
+                                    election_timeout_ms=max(10, int(self.sc.store.election_timeout * 1000)),
+                                    heartbeat_ms=max(1, int(self.sc.store.heartbeat_interval * 1000))).start()
+        elif self.port is None:
             self.start_store()
         if any(f.kind in ("partition", "latency", "flap", "loss") for f in self.sc.faults):
             self.proxy = FaultProxy(self.host, self.port, seed=self.sc.seed)
@@ -257,6 +304,8 @@ class RealRun:
                 self.store_proc.join(5)
             if self.proxy is not None:
                 self.proxy.close()
+            if self.etcd is not None:
+                self.etcd.stop()
         return self.tables(time.perf_counter() - t_start)
 
     def tables(self, wall: float) -> RunResult:
@@ -272,6 +321,22 @@ class RealRun:
         sc = self.sc
         stats = RunStats(duration=sc.duration, protocol=sc.protocol.name, nodes=sc.cluster.nodes, wall_s=wall)
         return build(sc, rows, stats)
+
+
+def replicated_problem(sc) -> None:
+    """What the real launcher cannot do with a replicated store (a local etcd cluster)."""
+    from .etcd.cluster import available
+    why = available()
+    if why:
+        raise ValueError(f"store.kind: replicated runs for real on etcd, and {why}")
+    if get(sc.protocol.name).cls.torch_counterpart:
+        raise ValueError(f"store.kind: replicated: protocol {sc.protocol.name!r} runs for real as "
+                         "torch's own handler, which needs a TCPStore (torch's etcd backend is "
+                         "torchrun's etcd-v2: benchmarks/store_failure.py)")
+    bad = sorted({f.kind for f in sc.faults} & {"partition", "latency", "flap", "loss"})
+    if bad:
+        raise ValueError(f"the real launcher does not do {bad[0]} with a replicated store: its fault "
+                         "proxy fronts one TCPStore")
 
 
 def refuse(sc) -> None:

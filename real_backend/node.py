@@ -31,8 +31,13 @@ def main(spec: dict) -> None:
         out.write(json.dumps({"t": t, "node": spec["name"], "event": op.event, "round": op.round,
                               "rank": op.rank, "world_size": op.world_size, "detail": op.detail}) + "\n")
 
+    connect = None
+    if spec.get("etcd"):                  # a replicated store: the local etcd cluster's members
+        from .etcd.store import EtcdStore
+        connect = lambda: EtcdStore(spec["etcd"], timeout=sc.store.op_timeout)  # noqa: E731
     rt = RealRuntime(spec["host"], spec["port"], emit, op_timeout=sc.store.op_timeout, t0=spec["t0"],
-                     seed=spec["seed"], workers=GlooWorkers(sc.protocol.run_id, sc.agent.collective_timeout))
+                     seed=spec["seed"], workers=GlooWorkers(sc.protocol.run_id, sc.agent.collective_timeout),
+                     connect=connect)
     import torch.distributed  # noqa: F401 - torch's import (seconds) belongs to process start,
     #                           as in the simulator's process_start, not to round 0's latency
     signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))

@@ -34,7 +34,11 @@ class GlooWorkers:
         self._stop = threading.Event()
         t0 = time.monotonic()
         try:
-            store = dist.PrefixStore(f"pg/{self.run_id}/r{op.round}/", rt._call(lambda s: s.clone()))
+            base = rt._call(lambda s: s.clone())
+            if not isinstance(base, dist.Store):          # an etcd cluster's connection
+                from .etcd.torch_store import TorchEtcdStore
+                base = TorchEtcdStore(base)
+            store = dist.PrefixStore(f"pg/{self.run_id}/r{op.round}/", base)
             if self.backend == "nccl":
                 self.device = f"cuda:{op.rank % torch.cuda.device_count()}"
                 torch.cuda.set_device(self.device)

@@ -61,6 +61,7 @@ class EtcdCluster:
             raise ValueError("an etcd cluster needs at least one member")
         self.n, self.election_ms, self.heartbeat_ms, self.enable_v2 = members, election_timeout_ms, heartbeat_ms, enable_v2
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="rdzv-etcd-"))
+        self.dir.mkdir(parents=True, exist_ok=True)
         ports = _free_ports(2 * members)
         self.client_ports, self.peer_ports = ports[:members], ports[members:]
         self.names = [f"m{i}" for i in range(members)]

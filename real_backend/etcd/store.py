@@ -77,6 +77,11 @@ class EtcdStore:
         kvs = r.get("kvs") or []
         return (kvs[0] if kvs else None), int(r.get("header", {}).get("revision", 0))
 
+    def clone(self) -> "EtcdStore":
+        """Another connection to the same cluster (TCPStore.clone)."""
+        return EtcdStore(self.endpoints[self._at:] + self.endpoints[:self._at], self.timeout,
+                         self.request_timeout, self.prefix)
+
     # --- TCPStore's calls ----------------------------------------------------------------
     def set(self, key: str, value: bytes | str) -> None:
         self._post("/kv/put", {"key": self._key(key), "value": _b64(value)})
