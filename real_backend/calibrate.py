@@ -8,7 +8,8 @@ we give the link a quarter of it (documented in the output). Start-up: the time 
 a node process to its first store operation (Python, torch and rdzv_sim imports). FirstOf: what
 the real runtime spends starting a wait's branches (threads, a second connection), beyond the
 store call itself. Client CPU per byte: torch's own pickle + base64 of its c10d state, encoded
-and decoded.
+and decoded. Replicated store: what a local 3-member etcd cluster adds to each request
+(`store.commit_time`), where etcd is installed.
 """
 from __future__ import annotations
 
@@ -64,6 +65,26 @@ def c10d_client_per_byte(nodes: int = 1000, reps: int = 5) -> float:
     return (time.perf_counter() - t) / reps / 2 / len(blob)
 
 
+def etcd_commit(reps: int = 40, gap: float = 0.01, tcpstore_rtt: float = 0.0) -> float | None:
+    """What a replicated store adds to a request: the median round trip of set/get/add on a
+    local 3-member etcd cluster (through the real runtime and the etcd client), less TCPStore's
+    (`store.commit_time`). None where etcd is not installed."""
+    from .etcd.cluster import EtcdCluster, available
+    if available():
+        return None
+    from rdzv_sim import ops as O
+    from .etcd.store import EtcdStore
+    from .runtime import RealRuntime
+    with EtcdCluster(3) as c:
+        rt = RealRuntime("etcd", 0, lambda t, op: None, op_timeout=30,
+                         connect=lambda: EtcdStore(c.endpoints, timeout=30))
+        rt.execute(O.Set("k", "x" * 16))
+        ts = [_timed(rt, op, reps, gap) for op in (O.Get("k"), O.Add("n", 1),
+                                                    O.CompareSet("k", "x" * 16, "x" * 16))]
+        rt.close()
+    return max(0.0, statistics.median(ts) - tcpstore_rtt)
+
+
 def measure(reps: int = 60, gap: float = 0.01) -> dict:
     import torch.distributed as dist
     server = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
@@ -97,7 +118,8 @@ def measure(reps: int = 60, gap: float = 0.01) -> dict:
     fixed = max(fixed, 1e-6)
     return {"ops": rows, "fixed_s": float(fixed), "per_byte_s": float(max(per_byte, 0.0)),
             "process_start_s": float(statistics.median(starts)), "first_of_s": float(first_of),
-            "client_per_byte_s": c10d_client_per_byte()}
+            "client_per_byte_s": c10d_client_per_byte(),
+            "etcd_commit_s": etcd_commit(tcpstore_rtt=get16)}
 
 
 def fragment(m: dict) -> dict:
@@ -106,5 +128,7 @@ def fragment(m: dict) -> dict:
                         "cpu": {"first_of": round(m.get("first_of_s", 0.0), 6),
                                 **({"per_byte": float(f"{m['client_per_byte_s']:.3g}")}
                                    if "client_per_byte_s" in m else {})}},
-            "store": {"service_base": m["fixed_s"] / 2, "service_per_byte": m["per_byte_s"]},
+            "store": {"service_base": m["fixed_s"] / 2, "service_per_byte": m["per_byte_s"],
+                      **({"commit_time": round(m["etcd_commit_s"], 6)}
+                         if m.get("etcd_commit_s") is not None else {})},
             "agent": {"process_start": round(m["process_start_s"], 3)}}

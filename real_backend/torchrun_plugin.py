@@ -50,7 +50,8 @@ DEFAULT_PORT = 29400
 # confirm_timeout, ...); torch c10d's own are accepted and ignored, so one --rdzv-conf serves both
 C10D_ONLY = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_libuv", "timeout"}
 HANDLER_KEYS = {"close_timeout", "read_timeout", "is_host", "node_name", "trace_file",
-                "max_attempts", "local_addr", "topology"}
+                "max_attempts", "local_addr", "topology", "store"}
+ETCD_PORT = 2379
 PROTOCOL_KEYS = set(HrwSettings.model_fields) - {"name", "run_id", "min_nodes", "max_nodes"}
 # torchrun's own default for its own key (torch's RendezvousTimeout: last call 30 s), where the
 # simulator's scenarios default to 1 s
@@ -102,6 +103,11 @@ def _endpoint(endpoint: str) -> tuple[str, int]:
         raise ValueError(f"--rdzv-endpoint {endpoint!r}: the port is not a number") from None
 
 
+def _endpoint_or(endpoint: str, port: int) -> tuple[str, int]:
+    host, p = _endpoint(endpoint.strip())
+    return host, (p if ":" in endpoint else port)
+
+
 def _is_local(host: str) -> bool:
     """torch c10d's rule: this machine's name or one of its addresses hosts the store."""
     if host in ("localhost", socket.gethostname(), socket.getfqdn()) or host.startswith("127."):
@@ -117,7 +123,17 @@ class HrwRendezvousHandler(RendezvousHandler):
 
     def __init__(self, params: RendezvousParameters):
         self.cfg = settings_from(params)
-        self.host, self.port = _endpoint(params.endpoint)
+        self.store_kind = str(params.config.get("store") or "tcpstore")
+        if self.store_kind not in ("tcpstore", "etcd"):
+            raise ValueError(f"--rdzv-conf store={self.store_kind!r}: expected tcpstore (the default: "
+                             "a TCPStore at --rdzv-endpoint) or etcd (--rdzv-endpoint lists the "
+                             "cluster's members, HOST:PORT,HOST:PORT,...)")
+        if self.store_kind == "etcd":
+            self.etcd = [f"{h}:{p}" for h, p in (_endpoint_or(e, ETCD_PORT) for e in params.endpoint.split(","))]
+            self.host, self.port = _endpoint_or(params.endpoint.split(",")[0], ETCD_PORT)
+        else:
+            self.etcd = None
+            self.host, self.port = _endpoint(params.endpoint)
         self.run_id = params.run_id
         self.read_timeout = _seconds(params, "read_timeout", 60.0)
         self.protocol = HrwProtocol(self.cfg)
@@ -133,7 +149,7 @@ class HrwRendezvousHandler(RendezvousHandler):
         self._trace = params.config.get("trace_file") or os.environ.get("RDZV_SIM_TRACE")
         self._trace_lock = threading.Lock()
         self._t0 = time.monotonic()
-        self._server = self._host_store(params.get_as_bool("is_host"))
+        self._server = None if self.etcd else self._host_store(params.get_as_bool("is_host"))
         self._client = None                      # the agent's store connection (RendezvousInfo.store)
         self._last = None                        # the RoundResult of the round we are in
         self._waiting = 0
@@ -169,7 +185,12 @@ class HrwRendezvousHandler(RendezvousHandler):
             f.write(line + "\n")
 
     def _runtime(self) -> RealRuntime:
-        return RealRuntime(self.host, self.port, self._emit, op_timeout=self.read_timeout, t0=self._t0)
+        return RealRuntime(self.host, self.port, self._emit, op_timeout=self.read_timeout, t0=self._t0,
+                           connect=self._etcd_store if self.etcd else None)
+
+    def _etcd_store(self):
+        from .etcd.store import EtcdStore
+        return EtcdStore(self.etcd, timeout=self.read_timeout)
 
     def _drive(self, gen):
         """Run a protocol generator; store trouble becomes torchrun's connection error."""
@@ -221,6 +242,9 @@ class HrwRendezvousHandler(RendezvousHandler):
                               RendezvousStoreInfo(result.master, result.master_port))
 
     def _agent_store(self):
+        if self._client is None and self.etcd:
+            from .etcd.torch_store import TorchEtcdStore
+            self._client = TorchEtcdStore(self._etcd_store())
         if self._client is None:
             self._client = dist.TCPStore(self.host, self.port, is_master=False, wait_for_workers=False,
                                          timeout=timedelta(seconds=self.read_timeout), use_libuv=True)

@@ -152,3 +152,30 @@ def test_the_launcher_runs_a_scenario_on_a_replicated_store_through_a_member_hos
     assert not check_safety({"events": ev, "rounds": r.rounds}, load(sc)).violations
     import rdzv_sim
     assert rdzv_sim.run(sc).rounds.nnodes.tolist() == [3, 2, 3]
+
+
+def test_the_torchrun_handler_on_etcd(cluster):
+    """--rdzv-backend=hrw --rdzv-endpoint=<members> --rdzv-conf=store=etcd: three handlers
+    rendezvous on the cluster, and the store torchrun's agent gets works."""
+    pytest.importorskip("torch")
+    from torch.distributed.elastic.rendezvous import RendezvousParameters
+    from torch.distributed.elastic.rendezvous.registry import get_rendezvous_handler
+    hs = [get_rendezvous_handler(RendezvousParameters(
+        "hrw", ",".join(cluster.endpoints[i:] + cluster.endpoints[:i]), "on-etcd", 3, 3,
+        local_addr="127.0.0.1", store="etcd", node_name=f"e{i}", last_call_timeout="0.5",
+        read_timeout="5", join_timeout="20")) for i in range(3)]
+    out = {}
+    threads = [threading.Thread(target=lambda h=h: out.__setitem__(h, h.next_rendezvous())) for h in hs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    infos = [out[h] for h in hs]
+    assert sorted(i.rank for i in infos) == [0, 1, 2] and {i.world_size for i in infos} == {3}
+    infos[0].store.set("role", b"x")
+    assert infos[1].store.get("role") == b"x"             # one agent store for the round
+    with pytest.raises(ValueError, match="store='zookeeper'"):
+        get_rendezvous_handler(RendezvousParameters("hrw", cluster.endpoints[0], "x", 1, 1,
+                                                    store="zookeeper"))
+    for h in hs:
+        h.shutdown()
