@@ -19,7 +19,6 @@ import os
 import platform
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -68,14 +67,7 @@ def one(backend: str, case: str) -> dict:
         later = [x for x in _steps(d.log) if x["t"] > time.time() - 2]
         out["still_training"] = bool(later)
         out["peers_alive"] = all(d.agents[n].poll() is None for n in "AB")
-        d.stop.touch()
-        rcs = {}
-        for n in "AB":
-            try:
-                rcs[n] = d.agents[n].wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                rcs[n] = None
-        out["exit_codes"] = rcs
+        out["exit_codes"] = d.finish("AB")
         out["closed_error"] = any("RendezvousClosedError" in (d.dir / f"agent-{n}.log").read_text(errors="replace")
                                   for n in "AB")
         return out

@@ -101,10 +101,14 @@ class Demo:
         """The store port agent `name` is given (the soak puts a fault proxy in between)."""
         return self.port
 
+    def endpoint(self, name: str) -> str:
+        """Agent `name`'s --rdzv-endpoint (an etcd-backed demo lists its cluster's members)."""
+        return f"127.0.0.1:{self.endpoint_port(name)}"
+
     def start_agent(self, name: str, addr: str | None) -> float:
         """Agent `name` on loopback address `addr` (None: no --local-addr, the host's name)."""
         cmd = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={self.nnodes}", f"--nproc-per-node={self.nproc}",
-               f"--rdzv-backend={self.backend}", f"--rdzv-endpoint=127.0.0.1:{self.endpoint_port(name)}",
+               f"--rdzv-backend={self.backend}", f"--rdzv-endpoint={self.endpoint(name)}",
                "--rdzv-id=elastic-demo", f"--rdzv-conf={self.conf}",
                *([f"--local-addr={addr}"] if addr else []),
                f"--max-restarts={self.restarts_of.get(name, self.max_restarts)}",
@@ -129,6 +133,17 @@ class Demo:
         _kill_tree(self.agents[name].pid)                     # the agent and its workers
         self.agents[name].wait()
         return t
+
+    def finish(self, names, timeout: float = 60.0) -> dict:
+        """Touch the stop file and collect the named agents' exit codes (None: still running)."""
+        self.stop.touch()
+        rcs = {}
+        for n in names:
+            try:
+                rcs[n] = self.agents[n].wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                rcs[n] = None
+        return rcs
 
     def close(self) -> None:
         for p in self.agents.values():
