@@ -134,6 +134,11 @@ class Demo:
         self.agents[name].wait()
         return t
 
+    def kill_store(self) -> None:
+        """The store's process dies (its host did)."""
+        self.store.kill()
+        self.store.join(5)
+
     def finish(self, names, timeout: float = 60.0) -> dict:
         """Touch the stop file and collect the named agents' exit codes (None: still running)."""
         self.stop.touch()
@@ -207,6 +212,42 @@ class Demo:
         finally:
             self.close()
 
+
+
+class EtcdDemo(Demo):
+    """The demo with its store a local 3-member etcd cluster (`--enable-v2` too, for torch's
+    etcd-v2 backend): agent A's endpoint is the leader (A's host hosts it), the others' first
+    endpoint another member; hrw agents are given every member (`--rdzv-conf store=etcd`),
+    etcd-v2 ones the first (torch's backend takes one); `kill_store` kills the leader."""
+
+    def __init__(self, backend: str, workdir, **kw):
+        if backend == "hrw":
+            kw["conf"] = kw.get("conf", CONF) + ",store=etcd"
+        super().__init__(backend, workdir, **kw)
+
+    def start_store(self) -> None:
+        from ..etcd.cluster import EtcdCluster
+        self.etcd = EtcdCluster(3, enable_v2=True, workdir=str(self.dir / "etcd")).start()
+        self.leader = self.etcd.leader()
+
+    def endpoint(self, name: str) -> str:
+        c = self.etcd
+        if name == "A":
+            order = [self.leader] + [n for n in c.names if n != self.leader]
+        else:                              # the others' first member is another host's
+            rest = [n for n in c.names if n != self.leader]
+            k = (ord(name[0]) - ord("A")) % len(rest)
+            order = [n for n in rest[k:] + rest[:k] if c.alive(n)] + [self.leader]
+        eps = [c.endpoint(n) for n in order]
+        return ",".join(eps) if self.backend == "hrw" else eps[0]
+
+    def kill_store(self) -> None:
+        self.etcd.kill(self.leader)
+
+    def close(self) -> None:
+        super().close()
+        if getattr(self, "etcd", None) is not None:
+            self.etcd.stop()
 
 def segments(steps: list[dict]) -> list[dict]:
     """Rank 0's run of steps per worker generation: world size, first step, resumed-from step."""

@@ -179,3 +179,22 @@ def test_the_torchrun_handler_on_etcd(cluster):
                                                     store="zookeeper"))
     for h in hs:
         h.shutdown()
+
+
+def test_a_member_cut_off_by_the_proxy_does_not_stall_the_others(cluster):
+    """Every node reaches the members through a fault proxy each; member m0's link is cut
+    (silent: its bytes are held) while the round forms: clients that began there move to the
+    next member after their request timeout, and the round completes."""
+    from real_backend.proxy import FaultProxy
+    proxies = [FaultProxy("127.0.0.1", int(ep.rsplit(":", 1)[1])) for ep in cluster.endpoints]
+    try:
+        fronts = [f"127.0.0.1:{p.add('m')}" for p in proxies]
+        proxies[0].cut("m")
+
+        class Fronted:                     # the cluster as the nodes see it: through the proxies
+            endpoints = fronts
+        out = hrw_round(Fronted, "cut-member", ["a", "b", "c"], [0, 0, 1])
+        assert sorted(r.rank for r in out.values()) == [0, 1, 2]
+    finally:
+        for p in proxies:
+            p.close()
