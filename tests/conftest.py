@@ -2,7 +2,7 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", max_examples=300, deadline=None, derandomize=True,
+settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=3000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -9,8 +9,8 @@
 
 Needs the `testing` extra (hypothesis).
 """
-from .invariants import (Report, Violation, check_liveness, check_safety, liveness_bound,
-                         quiet_time)
+from .invariants import Report, Violation, check_safety
+from .liveness import check_liveness, liveness_bound, quiet_time
 from .known import KNOWN
 from .replay import replay_hint, save_failure, to_yaml
 from .strategies import (agent_settings, fault_schedules, protocol_settings, replicated_stores,

@@ -1,14 +1,13 @@
 """Invariant checkers over the trace tables: they work on simulated and real traces alike.
 
 Each checker takes the `events` table (and what else it needs) and returns a list of
-`Violation`s; `check_safety` and `check_liveness` run them all. A violation the protocol is
-known to have, because torchrun really behaves that way, is marked known (see `known.py`)
-and does not fail `assert_ok`; anything else does.
+`Violation`s; `check_safety` runs them all (`liveness.py` holds the liveness checks). A
+violation the protocol is known to have, because torchrun really behaves that way, is marked
+known (see `known.py`) and does not fail `assert_ok`; anything else does.
 """
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -289,123 +288,3 @@ PROTOCOL_INVARIANTS: dict[str, list] = {
             lambda t, sc: hrw_moves_are_minimal(t["rounds"]),
             lambda t, sc: confirmed_before_ranks(t["events"])],
     "static": [lambda t, sc: confirmed_before_ranks(t["events"])]}
-
-
-# --- liveness --------------------------------------------------------------------------
-def liveness_bound(scenario) -> float:
-    """Seconds after the last fault by which a round of the live nodes must have completed."""
-    a, s = scenario.agent, scenario.store
-    election = 2 * s.election_timeout if s.kind == "replicated" else 0.0    # one, at most
-    one_round = (a.collective_timeout + a.monitor_interval + s.op_timeout + a.retry_backoff + election
-                 + scenario.protocol.round_time()
-                 + a.worker_start + a.worker_start_per_node * scenario.cluster.nodes + 1.0)
-    return 2.0 * one_round
-
-
-def quiet_time(scenario) -> float:
-    """When the last scheduled fault (or its end: heal, resume, repair) takes effect."""
-    t = scenario.cluster.start_spread
-    for f in scenario.faults:
-        end = getattr(f, "at", 0.0) + (getattr(f, "duration", 0.0) or 0.0)
-        end += getattr(f, "delay", 0.0) + (getattr(f, "repair", 0.0) or 0.0)
-        end += getattr(f, "notice", 0.0)               # a preemption's host goes at + notice
-        t = max(t, end)
-    return t
-
-
-VALUE_BYTES = 512          # a store value per host, generously (c10d's blob: ~220 B per host)
-PROMPT_ROUND_TRIPS = 12    # hrw after its close: 8 requests in a row; c10d and static fewer
-
-
-def round_trip(scenario) -> float:
-    """An upper bound on one store request in a run without faults: both ways over the longest
-    path, the store serving every host's request ahead of it, and the client's encode/decode."""
-    topo, cpu, store = scenario.cluster.topology, scenario.cluster.cpu, scenario.store
-    n = scenario.cluster.nodes
-    one_way = 2 * (topo.link_latency + topo.spine_latency) * (1 + topo.jitter)
-    size = VALUE_BYTES * (n + 1)
-    serve = (n + 1) * (store.service_base + store.service_per_byte * size)
-    crowd = n / cpu.shared_cores if cpu.shared_cores else 1.0
-    client = 2 * (cpu.base + cpu.per_byte * size + cpu.first_of) * max(1.0, crowd)
-    commit = store.commit_time if store.kind == "replicated" else 0.0
-    return 2 * one_way + serve + client + commit
-
-
-def rounds_are_prompt(events: pd.DataFrame, scenario,
-                      round_trips: int = PROMPT_ROUND_TRIPS) -> list[Violation]:
-    """Round 0, with no fault before it, completes by its protocol's close rule (`close_due`
-    of the settings: last call, or at once when full) plus a few round trips."""
-    if scenario.random_faults:
-        return []
-    done = _assigned(events)
-    done = done[done["round"] == 0]
-    if done.empty:
-        return []
-    ev = events
-    joins = ev[(ev["event"] == "join") & (ev["round"] == 0) & ev["node"].isin(set(done["node"]))]
-    due = scenario.protocol.resolved(scenario.cluster.nodes).close_due(sorted(joins["t"]))
-    if due is None:
-        return []
-    bound = due + round_trips * round_trip(scenario)
-    if any(getattr(f, "at", math.inf) <= bound for f in scenario.faults):
-        return []
-    end = float(done["t"].max())
-    if end > bound:
-        return [Violation("rounds_are_prompt", f"completed at {end:.6g} s, due by {due:.6g} s "
-                          f"+ {round_trips} round trips = {bound:.6g} s", 0)]
-    return []
-
-
-def check_liveness(tables: dict, scenario, slack: float = 1.0, prompt: bool = True) -> Report:
-    """Once faults stop and >= min_nodes are up, the live nodes form a round within the bound;
-    and round 0 before any fault is prompt (`rounds_are_prompt`, the simulator's timing: pass
-    prompt=False on real traces).
-
-    The bound comes from the settings (`liveness_bound`); `slack` multiplies it (use generous
-    slack on real traces). Scenarios that lose the store are exempt: the job ends instead.
-    """
-    ev = tables["events"]
-    if scenario.random_faults or (ev["event"] == "store_lost").any() or leaderless(ev):
-        return Report()
-    prompt = rounds_are_prompt(ev, scenario) if prompt else []
-    t_quiet = quiet_time(scenario)
-    deadline = t_quiet + slack * liveness_bound(scenario)
-    if deadline > scenario.duration:
-        return Report([Violation("liveness", f"run too short to judge: needs {deadline:.1f} s")])
-    report = converged(ev, deadline, scenario.min_nodes, scenario.max_nodes)
-    return Report(known_for(scenario.protocol.name, prompt + report.violations, scenario))
-
-
-def leaderless(events: pd.DataFrame) -> bool:
-    """A replicated store that lost its leader and never elected another (no majority left)."""
-    ev = events[events["event"].isin(("store_leader_lost", "store_leader_elected"))]
-    return bool(len(ev)) and ev["event"].iloc[-1] == "store_leader_lost"
-
-
-def alive_nodes(events: pd.DataFrame) -> set:
-    """Hosts whose agent is running at the end of `events`."""
-    up: dict[str, bool] = {}
-    for node, e in zip(events["node"], events["event"]):
-        if e == "node_start":
-            up[node] = True
-        elif e in ("fault_crash", "agent_exit", "agent_stopped"):
-            up[node] = False
-    return {n for n, u in up.items() if u}
-
-
-def converged(events: pd.DataFrame, deadline: float, min_nodes: int, max_nodes: int) -> Report:
-    """By `deadline`, the last completed round holds the live nodes (up to max_nodes)."""
-    alive = alive_nodes(events)
-    if len(alive) < min_nodes:
-        return Report()
-    done = _assigned(events[events["t"] <= deadline])
-    if done.empty:
-        return Report([Violation("liveness", f"no round completed by {deadline:.1f} s")])
-    last = done[done["round"] == done["round"].max()]
-    members = set(last["node"])
-    want = min(len(alive), max_nodes)
-    if not (members <= alive and len(members) == want):
-        return Report([Violation(
-            "liveness", f"by {deadline:.1f} s the last round {int(last['round'].iloc[0])} has "
-            f"{sorted(members)}, expected {want} of the live nodes {sorted(alive)}")])
-    return Report()

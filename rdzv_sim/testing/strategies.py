@@ -13,7 +13,7 @@ from hypothesis.errors import InvalidArgument
 
 from ..scenario.load import load
 from ..scenario.schema import MAX_DURATION
-from .invariants import liveness_bound, quiet_time
+from .liveness import liveness_bound, quiet_time
 
 FAULT_KINDS = ("crash", "restart", "pause", "partition", "worker_failure", "slow_join",
                "store_pause", "clock_skew", "preemption", "flap")

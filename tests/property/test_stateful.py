@@ -9,7 +9,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from rdzv_sim.scenario.load import load
 from rdzv_sim.sim.simulation import Simulation
 from rdzv_sim.testing import check_safety, liveness_bound, replay_hint
-from rdzv_sim.testing.invariants import converged
+from rdzv_sim.testing.liveness import converged
 from rdzv_sim.trace import events_table, rounds_table
 
 N = 5

@@ -7,6 +7,7 @@ import pytest
 
 from hrw import Placement
 from rdzv_sim.testing import invariants as I
+from rdzv_sim.testing import liveness as L
 
 
 class Trace:
@@ -234,20 +235,20 @@ def joined(times, rank_at):
                                         ([0.1, 0.2], 2.2)])          # min 2 joined: last call 2 s
 def test_hrw_round_zero_is_due_by_its_close_rule(times, due):
     sc = prompt_scenario(min_nodes=2, max_nodes=3, last_call_timeout=2.0)
-    slack = I.PROMPT_ROUND_TRIPS * I.round_trip(sc)
+    slack = L.PROMPT_ROUND_TRIPS * L.round_trip(sc)
     assert 0 < slack < 0.01
-    assert I.rounds_are_prompt(joined(times, due + slack * 0.99), sc) == []
-    v = I.rounds_are_prompt(joined(times, due + slack * 1.01), sc)
+    assert L.rounds_are_prompt(joined(times, due + slack * 0.99), sc) == []
+    v = L.rounds_are_prompt(joined(times, due + slack * 1.01), sc)
     assert kinds(v) == [("rounds_are_prompt", 0, None)] and f"due by {due:.6g} s" in v[0].message
 
 
 def test_a_fault_before_the_bound_lifts_the_promise():
     late = joined([0.1, 0.2, 0.3], 5.0)
-    assert len(I.rounds_are_prompt(late, prompt_scenario())) == 1
+    assert len(L.rounds_are_prompt(late, prompt_scenario())) == 1
     crash = [{"kind": "crash", "node": 2, "at": 0.25}]
-    assert I.rounds_are_prompt(late, prompt_scenario(faults=crash)) == []
+    assert L.rounds_are_prompt(late, prompt_scenario(faults=crash)) == []
     after = [{"kind": "crash", "node": 2, "at": 1.0}]                # after the bound: no excuse
-    assert len(I.rounds_are_prompt(late, prompt_scenario(faults=after))) == 1
+    assert len(L.rounds_are_prompt(late, prompt_scenario(faults=after))) == 1
 
 
 def test_close_rules_of_static_and_c10d():
