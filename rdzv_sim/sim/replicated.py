@@ -33,6 +33,7 @@ class ReplicatedStore(StoreServer):
         self.stopped: set[int] = set()                   # members paused (SIGSTOP)
         self.leader: int | None = 0
         self.electing = False
+        self._wake = None                                # an election waiting for a change
         self._bases = {h: nx.single_source_dijkstra_path_length(sim.net.graph, h, weight="latency")
                        for h in set(member_hosts)}
 
@@ -44,6 +45,16 @@ class ReplicatedStore(StoreServer):
     def crash(self) -> None:
         """A store_crash fault: the leader's member dies (its data is on every member's disk)."""
         self.member_down(self.leader if self.leader is not None else 0, "fault_store_crash")
+
+    def restart(self) -> None:
+        """A requeued job's fresh store: every member up again, empty (an election under way
+        still ends it)."""
+        super().restart()
+        self.up = [True] * len(self.members)
+        self.stopped.clear()
+        if self.leader is None:
+            self.pause()
+            self.reconsider()
 
     def sigstop(self) -> None:
         """A store_pause fault stops the leader's member."""
@@ -101,6 +112,8 @@ class ReplicatedStore(StoreServer):
 
     def reconsider(self) -> None:
         """After any change of members or links: does the leader still lead a majority?"""
+        if self._wake is not None and not self._wake.triggered:
+            self._wake.succeed()                         # a stalled election tries again
         if self.leader is not None and self._quorum_with(self.leader):
             return
         if self.leader is not None:
@@ -112,13 +125,16 @@ class ReplicatedStore(StoreServer):
             self.env.process(self._elect())
 
     def _elect(self):
-        """Followers time out, one wins: an election timeout in [1, 2) x `election_timeout`,
-        repeated while no member has a majority."""
+        """Followers time out, one wins: an election timeout in [1, 2) x `election_timeout`.
+        With no majority to be had, nothing happens until a member or a link changes (no
+        retries ticking through a long outage)."""
         while True:
             yield self.env.timeout(self.election_timeout * (1.0 + float(self.rng.random())))
             ready = [i for i in range(len(self.members)) if self._quorum_with(i)]
             if ready:
                 break
+            self._wake = self.env.event()
+            yield self._wake
         self.electing = False
         self.leader = ready[int(self.rng.integers(len(ready)))]
         host = self.members[self.leader]
