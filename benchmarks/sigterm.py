@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from real_backend.tools.elastic_demo import ADDRS, Demo, _steps, _tree  # noqa: E402
+from real_backend.tools.elastic_demo import Demo, _steps  # noqa: E402
 
 CASES = ("sigterm", "agent_failure")
 FAULT = {"sigterm": "{kind: preemption, node: 2, at: 30, notice: 30}",
@@ -40,16 +40,12 @@ def one(backend: str, case: str) -> dict:
     if case == "agent_failure":
         d.restarts_of["C"] = 0
     try:
-        d.start_store()
-        for name, addr in zip("ABC", ADDRS):
-            d.start_agent(name, addr)
-        d.until("10 steps at world 3", lambda s: sum(x["world"] == 3 and x["rank"] == 0 for x in s) >= 10)
+        d.start_job()
         t = time.time()
         if case == "sigterm":
             d.agents["C"].send_signal(signal.SIGTERM)
         else:
-            for pid in _tree(d.agents["C"].pid)[1:]:          # C's workers, not its agent
-                os.kill(pid, signal.SIGKILL)
+            d.kill_workers("C")
         rc_c = d.agents["C"].wait(timeout=60)
         out = {"backend": backend, "case": case, "c_rc": rc_c, "agent_exit_s": time.time() - t}
         out["recover_s"] = out["peers_exit_s"] = None

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from real_backend.tools.elastic_demo import ADDRS, Demo, EtcdDemo, _steps  # noqa: E402
+from real_backend.tools.elastic_demo import Demo, EtcdDemo, _steps  # noqa: E402
 
 CASES = [("c10d", "tcpstore"), ("hrw", "tcpstore"), ("etcd-v2", "etcd"), ("hrw", "etcd")]
 
@@ -36,10 +36,7 @@ def real(backend: str, store: str) -> dict:
     cls = EtcdDemo if store == "etcd" else Demo
     d = cls(backend, tempfile.mkdtemp(prefix=f"storefail-{backend}-{store}-"), timeout=90)
     try:
-        d.start_store()
-        for name, addr in zip("ABC", ADDRS):
-            d.start_agent(name, addr)
-        d.until("10 steps at world 3", lambda s: sum(x["world"] == 3 and x["rank"] == 0 for x in s) >= 10)
+        d.start_job()
         before = max(x["step"] for x in _steps(d.log))
         t = time.time()
         d.kill("A")

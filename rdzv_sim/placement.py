@@ -39,8 +39,15 @@ def fair_share_moved(k: int, before: set, after: set) -> int:
     return math.ceil(k * max(left / len(before), joined / len(after)))
 
 
+def ranked_by_round(events: pd.DataFrame) -> dict:
+    """Round -> {name: node rank} of those that learned their rank in it, in rank order."""
+    ranked = events[events["event"] == "rank_assigned"]
+    return {r: dict(zip(g["node"], g["rank"].astype(int)))
+            for r, g in ranked.sort_values("rank", kind="stable").groupby("round")}
+
+
 def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies,
-                vnodes: int = 64, seed: int = 0) -> pd.DataFrame:
+                vnodes: int = 64, seed: int = 0, ranked: dict | None = None) -> pd.DataFrame:
     """Columns shards_moved_<policy>, shards_moved_fair_share and (with hrw) shards_moved_needed
     for each completed round, in order."""
     out = {f"shards_moved_{p}": [] for p in policies}
@@ -54,14 +61,13 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     keys = np.arange(count)
     kh = kernels.hash_keys(keys, seed)
     by_round = ({} if "modulo" not in policies else
-                {r: g.sort_values("rank")["node"].tolist()
-                 for r, g in events[events["event"] == "rank_assigned"].groupby("round")})
+                ranked if ranked is not None else ranked_by_round(events))
     prev_members: set | None = None
     prev: dict[str, np.ndarray] = {}
     assignment = None
     for rnd, members in zip(rounds["round"], rounds["members"]):
         names = members.split(",")
-        by_rank = by_round.get(rnd, [])
+        by_rank = list(by_round.get(rnd, {}))
         now: dict[str, np.ndarray] = {}
         for p in policies:
             if p == "hrw":
@@ -89,11 +95,11 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     return pd.DataFrame(out, index=rounds.index)
 
 
-def rank_changes(rounds: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+def rank_changes(rounds: pd.DataFrame, ranked: dict) -> pd.DataFrame:
     """Columns ranks_changed (members of this round and the one before whose node rank is not
-    the same) and rank0_moved (1 when rank 0 is another host than before) per completed round."""
-    ranked = events[events["event"] == "rank_assigned"]
-    by_round = {r: dict(zip(g["node"], g["rank"].astype(int))) for r, g in ranked.groupby("round")}
+    the same) and rank0_moved (1 when rank 0 is another host than before) per completed round;
+    `ranked` is `ranked_by_round(events)`."""
+    by_round = ranked
     changed, moved, prev = [], [], None
     for rnd in rounds["round"]:
         now = by_round.get(rnd, {})

@@ -51,13 +51,14 @@ class RunResult:
 
 def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
     """The tables of a run from its event rows: what every runtime returns."""
-    from .placement import rank_changes, shard_moves
+    from .placement import rank_changes, ranked_by_round, shard_moves
     from .trace import stamp, events_table, rounds_table, store_load_table, summary_table
     sc = scenario
     events = events_table(rows, sc.name, sc.seed)
     rounds = rounds_table(events, round_ops)
+    ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
-                                     sc.shards.ring_vnodes)).join(rank_changes(rounds, events))
+                                     sc.shards.ring_vnodes, ranked=ranked)).join(rank_changes(rounds, ranked))
     from .training import evaluate, round_spans
     spans = round_spans(events, sc.duration)          # once: the summary and training read it
     training = None

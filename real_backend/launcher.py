@@ -126,17 +126,9 @@ class RealRun:
     def member_lost(self, i: int) -> None:
         m = self.member_of(i)
         if m is not None and self.etcd.alive(self.etcd.names[m]):
-            leader = self._leader(2.0) == self.etcd.names[m]
+            leader = self.etcd.leader(2.0, none_ok=True) == self.etcd.names[m]
             self.etcd.kill(self.etcd.names[m])
             self.record("store", "store_member_lost", {"member": m, "leader": leader})
-
-    def _leader(self, timeout: float = 10.0) -> str | None:
-        """The etcd leader's name, or None when the cluster has none (no majority left)."""
-        from .etcd.cluster import EtcdUnavailable
-        try:
-            return self.etcd.leader(timeout)
-        except EtcdUnavailable:
-            return None
 
     def member_back(self, i: int) -> None:
         m = self.member_of(i)
@@ -146,7 +138,7 @@ class RealRun:
 
     def crash_store(self, cause: str):
         if self.etcd is not None:             # a store_crash: the leader's member dies
-            leader = self._leader() or self.etcd.names[0]
+            leader = self.etcd.leader(none_ok=True) or self.etcd.names[0]
             if not self.etcd.alive(leader):
                 return
             self.etcd.kill(leader)
@@ -266,7 +258,7 @@ class RealRun:
     def _store_sig(self, sig, event, detail=None):
         if self.etcd is not None:              # store_pause / resume: the leader's member
             if sig == signal.SIGSTOP:
-                self.stopped_member = self._leader() or self.etcd.names[0]
+                self.stopped_member = self.etcd.leader(none_ok=True) or self.etcd.names[0]
                 self.etcd.pause(self.stopped_member)
                 detail = {**(detail or {}), "member": self.etcd.names.index(self.stopped_member)}
             elif self.stopped_member is not None:

@@ -17,6 +17,8 @@ import asyncio
 import random
 import threading
 
+from rdzv_sim.sim.network import resend_delay
+
 CHUNK = 65536
 
 
@@ -60,7 +62,7 @@ class FaultProxy:
 
     def set_loss(self, name: str, rate: float, rto: float = 0.2, reset: float = 0.0) -> None:
         """From now on each chunk on `name`'s link is lost with probability `rate` (and resent
-        after `rto`, doubling per loss in a row, at most 6), and a chunk resets its
+        as `rdzv_sim.sim.network.resend_delay` says), and a chunk resets its
         connection with probability `reset`; 0, 0: a clean link again."""
         link = self.links[name]
         self.loop.call_soon_threadsafe(lambda: (setattr(link, "loss", rate), setattr(link, "rto", rto),
@@ -140,11 +142,9 @@ class FaultProxy:
                 if self.rng.random() < link.reset:
                     writer.transport.abort()
                     return
-                k = 0
-                while k < 6 and self.rng.random() < link.loss:
-                    k += 1
-                if k:
-                    await asyncio.sleep(link.rto * ((1 << k) - 1))
+                wait = resend_delay(link.loss, link.rto, self.rng.random)
+                if wait:
+                    await asyncio.sleep(wait)
             await link.open.wait()                  # held while cut, delivered on heal
             if reply and link.reply_mode == "garble":
                 data = bytes(self.rng.getrandbits(8) for _ in data)

@@ -91,21 +91,16 @@ def _seconds(params: RendezvousParameters, key: str, default: float) -> float:
         raise ValueError(f"--rdzv-conf {key}={v!r}: expected a number of seconds") from None
 
 
-def _endpoint(endpoint: str) -> tuple[str, int]:
+def _endpoint(endpoint: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
     host, _, port = (endpoint or "").rpartition(":")
     if not host:
         host, port = endpoint, ""
     if not host:
         raise ValueError("--rdzv-endpoint is required for the hrw backend (HOST[:PORT])")
     try:
-        return host.strip("[]"), int(port) if port else DEFAULT_PORT
+        return host.strip("[]"), int(port) if port else default_port
     except ValueError:
         raise ValueError(f"--rdzv-endpoint {endpoint!r}: the port is not a number") from None
-
-
-def _endpoint_or(endpoint: str, port: int) -> tuple[str, int]:
-    host, p = _endpoint(endpoint.strip())
-    return host, (p if ":" in endpoint else port)
 
 
 def _is_local(host: str) -> bool:
@@ -129,8 +124,9 @@ class HrwRendezvousHandler(RendezvousHandler):
                              "a TCPStore at --rdzv-endpoint) or etcd (--rdzv-endpoint lists the "
                              "cluster's members, HOST:PORT,HOST:PORT,...)")
         if self.store_kind == "etcd":
-            self.etcd = [f"{h}:{p}" for h, p in (_endpoint_or(e, ETCD_PORT) for e in params.endpoint.split(","))]
-            self.host, self.port = _endpoint_or(params.endpoint.split(",")[0], ETCD_PORT)
+            members = [_endpoint(e.strip(), ETCD_PORT) for e in (params.endpoint or "").split(",")]
+            self.etcd = [f"{h}:{p}" for h, p in members]
+            self.host, self.port = members[0]
         else:
             self.etcd = None
             self.host, self.port = _endpoint(params.endpoint)

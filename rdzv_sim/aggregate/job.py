@@ -21,7 +21,6 @@ import math
 import numpy as np
 
 from ..protocols.agent import out_of_restarts, uses_a_restart
-from ..protocols import ranking
 from ..protocols.base import digest
 from ..sim.node import SimNode
 from ..sim.simulation import Simulation
@@ -232,10 +231,8 @@ class AggregateSimulation(Simulation):
         tr.record_many(rt.t_join[rt.order].tolist(), [names[j] for j in order_ix], "join", r,
                        details=[f'{{"slot":{s + 1}}}' for s in range(len(order_ix))])
         member_names = [names[j] for j in rt.members.tolist()]
-        policy = sc.protocol.rank_order
-        order = ranking.order(policy, [self.nodes[n].info for n in member_names],
-                              self.protocol.rank_order, self.published)
-        if policy == "stable":
+        order = self.protocol.ranks([self.nodes[n].info for n in member_names], self.published)
+        if self.protocol.publishes_order:
             self.published = order
         nproc = sc.cluster.nproc_per_node
         world, nn = nproc * len(order), len(order)

@@ -119,18 +119,16 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             pass                                # best effort: the next round's rank 0 tries again
         reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
                                                local=FAILURES + (TERMINATED, AGENT_FAILED))
-        if reason == TERMINATED:                 # stop the workers, leave the round, exit
+        if reason in (TERMINATED, AGENT_FAILED):   # stop the workers, leave the round, exit
             yield StopWorkers(reason)
             yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
-            try:
+            if reason == AGENT_FAILED:               # an error: torch's launcher shuts down
+                return (yield from _shut_down(protocol, node, AGENT_FAILED))
+            try:                                     # a signal: the protocol may use the notice
                 yield from protocol.leave(result, node)
             except (StoreTimeout, StoreError):
                 pass
             return (yield from _exit(TERMINATED))
-        if reason == AGENT_FAILED:               # stop the workers, shut down, exit
-            yield StopWorkers(reason)
-            yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
-            return (yield from _shut_down(protocol, node, AGENT_FAILED))
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})

@@ -224,9 +224,9 @@ class HrwProtocol(Protocol):
                    for i in range(1, count + 1)]
         else:
             by_name = {info.name: (i, info) for i, info in infos.items()}
-            previous = (yield from self._published_order(rnd)) if cfg.rank_order == "stable" else None
-            order = ranking.order(cfg.rank_order, list(infos.values()), self.rank_order, previous)
-            if cfg.rank_order == "stable":
+            previous = (yield from self._published_order(rnd)) if self.publishes_order else None
+            order = self.ranks(list(infos.values()), previous)
+            if self.publishes_order:
                 out.append((self.prefix + "order", ranking.encode_order(order)))
             world = sum(info.nproc for info in infos.values())
             master = by_name[order[0]][1]
@@ -301,6 +301,15 @@ class HrwProtocol(Protocol):
         probe = watch.arg
         yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
         return ("stay", probe + 1)
+
+    @property
+    def publishes_order(self) -> bool:
+        """Whether the closer reads and publishes the rank order (rank_order=stable)."""
+        return self.cfg.rank_order == "stable"
+
+    def ranks(self, infos: list[NodeInfo], previous: list[str] | None = None) -> list[str]:
+        """The members' names in rank order, under the settings' `rank_order`."""
+        return ranking.order(self.cfg.rank_order, infos, self.rank_order, previous)
 
     def rank_order(self, names: list[str]) -> list[str]:
         """The members in rank order: HRW scores for the run id, not arrival order."""

@@ -39,6 +39,19 @@ def racks(hosts: list[str], n_racks: int, link_latency: float, spine_latency: fl
     return g
 
 
+MAX_RESENDS = 6          # losses in a row one message sits out (then TCP would give up)
+
+
+def resend_delay(rate: float, rto: float, random) -> float:
+    """What TCP's retransmissions add to one message on a link that loses `rate` of them: the
+    RTO, doubling with each loss in a row; `random()` draws in [0, 1). The simulator's loss
+    fault and the real fault proxy both wait this."""
+    k = 0
+    while k < MAX_RESENDS and random() < rate:
+        k += 1
+    return rto * ((1 << k) - 1)
+
+
 class Network:
     def __init__(self, env, graph: nx.Graph, store_host: str, jitter: float,
                  rng: np.random.Generator):
@@ -74,15 +87,8 @@ class Network:
             self._u_next = i + 1
             base *= 1.0 + self.jitter * self._u[i]
         if self.loss and host in self.loss:
-            base += self._resends(*self.loss[host])
+            base += resend_delay(*self.loss[host], self.loss_rng.random)
         return base + self.extra[host] if self.extra and host in self.extra else base
-
-    def _resends(self, rate: float, rto: float) -> float:
-        """What TCP's retransmissions add to one message on a link that loses `rate` of them."""
-        k = 0
-        while k < 6 and self.loss_rng.random() < rate:
-            k += 1
-        return rto * ((1 << k) - 1)
 
     def set_loss(self, host: str, rate: float, rto: float = 0.2) -> None:
         """`host`'s link loses `rate` of its messages from now on (0: none)."""

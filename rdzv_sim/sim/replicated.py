@@ -24,17 +24,18 @@ from .store import ServiceModel, StoreServer
 
 
 class ReplicatedStore(StoreServer):
-    def __init__(self, env, sim, member_hosts: list[str], service: ServiceModel, commit_time: float,
-                 election_timeout: float, rng):
-        super().__init__(env, member_hosts[0], service)
-        self.sim, self.members = sim, list(member_hosts)
+    def __init__(self, env, net, member_hosts: list[str], service: ServiceModel, commit_time: float,
+                 election_timeout: float, rng, trace):
+        super().__init__(env, member_hosts[0], service, trace)
+        self.net, self.members = net, list(member_hosts)
         self.commit_time, self.election_timeout, self.rng = commit_time, election_timeout, rng
         self.up = [True] * len(member_hosts)     # by member (hosts repeat when outside the job)
         self.stopped: set[int] = set()                   # members paused (SIGSTOP)
         self.leader: int | None = 0
         self.electing = False
         self._wake = None                                # an election waiting for a change
-        self._bases = {h: nx.single_source_dijkstra_path_length(sim.net.graph, h, weight="latency")
+        self._paused_member: int | None = None           # the member a store_pause stopped
+        self._bases = {h: nx.single_source_dijkstra_path_length(net.graph, h, weight="latency")
                        for h in set(member_hosts)}
 
     # --- what the runtime sees -----------------------------------------------------------
@@ -42,7 +43,7 @@ class ReplicatedStore(StoreServer):
         """Served by the leader, answered once committed."""
         return super().admit(now, nbytes) + self.commit_time
 
-    def crash(self) -> None:
+    def crash(self, cause: str = "store_crash") -> None:
         """A store_crash fault: the leader's member dies (its data is on every member's disk)."""
         self.member_down(self.leader if self.leader is not None else 0, "fault_store_crash")
 
@@ -58,11 +59,12 @@ class ReplicatedStore(StoreServer):
 
     def sigstop(self) -> None:
         """A store_pause fault stops the leader's member."""
-        self._stopped_by_fault = self.leader if self.leader is not None else 0
-        self.stop_member(self._stopped_by_fault)
+        self._paused_member = self.leader if self.leader is not None else 0
+        self.stop_member(self._paused_member)
 
     def sigcont(self) -> None:
-        self.resume_member(getattr(self, "_stopped_by_fault", 0))
+        if self._paused_member is not None:
+            self.resume_member(self._paused_member)
 
     def links_changed(self) -> None:
         self.reconsider()
@@ -73,7 +75,7 @@ class ReplicatedStore(StoreServer):
 
     def _quorum_with(self, i: int) -> bool:
         """Whether member i and the live members it can reach are a majority."""
-        net = self.sim.net
+        net = self.net
         peers = [j for j in range(len(self.members)) if self.live(j)
                  and net.reachable(self.members[i], self.members[j])]
         return self.live(i) and len(peers) > len(self.members) // 2
@@ -81,7 +83,7 @@ class ReplicatedStore(StoreServer):
     def member_down(self, i: int, why: str = "store_member_crash") -> None:
         if not self.up[i]:
             return
-        self.sim.trace.record(self.env.now, "store", why, detail={"member": i, "leader": i == self.leader})
+        self.trace.record(self.env.now, "store", why, detail={"member": i, "leader": i == self.leader})
         self.up[i] = False
         self.reconsider()
 
@@ -96,18 +98,18 @@ class ReplicatedStore(StoreServer):
         for i, h in enumerate(self.members):
             if h == host and not self.up[i]:
                 self.up[i] = True
-                self.sim.trace.record(self.env.now, "store", "store_member_back", detail={"member": i})
+                self.trace.record(self.env.now, "store", "store_member_back", detail={"member": i})
                 self.reconsider()
 
     def stop_member(self, i: int) -> None:
         self.stopped.add(i)
-        self.sim.trace.record(self.env.now, "store", "fault_store_member_pause",
+        self.trace.record(self.env.now, "store", "fault_store_member_pause",
                               detail={"member": i, "leader": i == self.leader})
         self.reconsider()
 
     def resume_member(self, i: int) -> None:
         self.stopped.discard(i)
-        self.sim.trace.record(self.env.now, "store", "store_member_resumed", detail={"member": i})
+        self.trace.record(self.env.now, "store", "store_member_resumed", detail={"member": i})
         self.reconsider()
 
     def reconsider(self) -> None:
@@ -117,7 +119,7 @@ class ReplicatedStore(StoreServer):
         if self.leader is not None and self._quorum_with(self.leader):
             return
         if self.leader is not None:
-            self.sim.trace.record(self.env.now, "store", "store_leader_lost", detail={"member": self.leader})
+            self.trace.record(self.env.now, "store", "store_leader_lost", detail={"member": self.leader})
             self.leader = None
             self.pause()                                 # nobody commits until a new leader
         if not self.electing:
@@ -138,7 +140,7 @@ class ReplicatedStore(StoreServer):
         self.electing = False
         self.leader = ready[int(self.rng.integers(len(ready)))]
         host = self.members[self.leader]
-        self.host = self.sim.net.store_host = host       # clients now reach the leader there
-        self.sim.net.base = self._bases[host]
-        self.sim.trace.record(self.env.now, "store", "store_leader_elected", detail={"member": self.leader})
+        self.host = self.net.store_host = host           # clients now reach the leader there
+        self.net.base = self._bases[host]
+        self.trace.record(self.env.now, "store", "store_leader_elected", detail={"member": self.leader})
         self.resume()

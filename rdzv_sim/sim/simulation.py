@@ -80,12 +80,12 @@ class Simulation:
                            latency=topo.link_latency)
         self.net = Network(env, graph, store_host, topo.jitter, rng_net)
         service = ServiceModel(st.service_base, st.service_per_byte)
-        if st.kind == "replicated":
-            self.store = ReplicatedStore(env, self, members, service, st.commit_time,
-                                         st.election_timeout, np.random.default_rng(seeds[4]))
-        else:
-            self.store = StoreServer(env, store_host, service)
         self.trace = Tracer()
+        if st.kind == "replicated":
+            self.store = ReplicatedStore(env, self.net, members, service, st.commit_time,
+                                         st.election_timeout, np.random.default_rng(seeds[4]), self.trace)
+        else:
+            self.store = StoreServer(env, store_host, service, self.trace)
         a = sc.agent
         self.runtime = SimRuntime(env, self.store, self.net, self.trace, RuntimeConfig(
             op_timeout=sc.store.op_timeout, collective_timeout=a.collective_timeout,
@@ -195,10 +195,7 @@ class Simulation:
             node.process.interrupt("crash")
         self.runtime.peers_notice(node.running_round, {node.name}, self.notice_delay(cause, detection))
         node.running_round = None
-        if node.name == self.store.host and self.sc.store.kind == "tcpstore":
-            self.crash_store("store_host_crash")
-        else:
-            self.store.host_down(node.name)
+        self.store.host_down(node.name)         # a store on this host goes (or a member of it)
 
     def notice_delay(self, cause: str, detection: float | None = None) -> float:
         """How long a crashed member's peers take to fail: a killed process's connections are
@@ -218,11 +215,7 @@ class Simulation:
         self.store.restart()
 
     def crash_store(self, cause: str) -> None:
-        if self.sc.store.kind == "replicated":
-            self.store.crash()                   # the leader's member: the others elect
-        elif self.store.alive:
-            self.trace.record(self.env.now, "store", "fault_store_crash", detail={"cause": cause})
-            self.store.crash()
+        self.store.crash(cause)                  # a replicated store: its leader's member
 
     def pause(self, node: SimNode, duration: float) -> None:
         """SIGSTOP: the node's process stops until `resume` (pauses nest)."""

@@ -41,9 +41,10 @@ def payload(op) -> int:
 
 
 class StoreServer:
-    def __init__(self, env: simpy.Environment, host: str, service: ServiceModel):
+    def __init__(self, env: simpy.Environment, host: str, service: ServiceModel, trace=None):
         self.env = env
         self.host = host
+        self.trace = trace                       # says the store's faults (None: says nothing)
         self.service = service
         self.free_at = 0.0                       # when the single server finishes its queue
         self._rho = 0.0                          # background utilization (kept, not summed per call)
@@ -59,7 +60,12 @@ class StoreServer:
         self.unpaused = env.event()
 
     # --- lifecycle -----------------------------------------------------------------
-    def crash(self) -> None:
+    def crash(self, cause: str = "store_crash") -> None:
+        """The server dies (a store_crash fault, or its host's crash): every waiter fails."""
+        if not self.alive:
+            return
+        if self.trace is not None:
+            self.trace.record(self.env.now, "store", "fault_store_crash", detail={"cause": cause})
         self.alive = False
         self.died_at = self.env.now
         err = StoreError("store connection lost: the store's host is down")
@@ -127,8 +133,8 @@ class StoreServer:
 
     def host_down(self, host: str) -> None:
         """A node crashed: the store dies with the node that hosts it."""
-        if host == self.host and self.alive:
-            self.crash()
+        if host == self.host:
+            self.crash("store_host_crash")
 
     def host_up(self, host: str) -> None:
         """A node started again (a TCPStore does not come back with its host)."""

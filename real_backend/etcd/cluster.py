@@ -126,8 +126,9 @@ class EtcdCluster:
         except (OSError, ValueError):
             return None
 
-    def leader(self, timeout: float = 10.0) -> str:
-        """The name of the current leader, as the live members see it."""
+    def leader(self, timeout: float = 10.0, none_ok: bool = False) -> str | None:
+        """The name of the current leader, as the live members see it; with `none_ok`, None
+        when there is none by then (no majority left) instead of EtcdUnavailable."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for name in self.names:
@@ -135,6 +136,8 @@ class EtcdCluster:
                 if s and s.get("leader") and s["leader"] == s.get("header", {}).get("member_id"):
                     return name
             time.sleep(0.05)
+        if none_ok:
+            return None
         raise EtcdUnavailable(f"no etcd leader within {timeout:g} s")
 
     def alive(self, name: str) -> bool:

@@ -128,6 +128,19 @@ class Demo:
                                              start_new_session=True)
         return t
 
+    def start_job(self, steps: int = 10) -> None:
+        """The store and agents A, B and C, until rank 0 has trained `steps` steps at world 3."""
+        self.start_store()
+        for name, addr in zip("ABC", ADDRS):
+            self.start_agent(name, addr)
+        self.until(f"{steps} steps at world 3",
+                   lambda s: sum(x["world"] == 3 and x["rank"] == 0 for x in s) >= steps)
+
+    def kill_workers(self, name: str) -> None:
+        """SIGKILL agent `name`'s workers, not the agent: its own restart policy decides."""
+        for pid in _tree(self.agents[name].pid)[1:]:
+            os.kill(pid, signal.SIGKILL)
+
     def kill(self, name: str) -> float:
         t = time.time()
         _kill_tree(self.agents[name].pid)                     # the agent and its workers

@@ -122,12 +122,9 @@ def etcd_demo(backend, tmp_path):
     from real_backend.etcd.cluster import available
     if available():
         pytest.skip(available())
-    from real_backend.tools.elastic_demo import ADDRS, EtcdDemo
+    from real_backend.tools.elastic_demo import EtcdDemo
     d = EtcdDemo(backend, tmp_path, timeout=90)
-    d.start_store()
-    for name, addr in zip("ABC", ADDRS):
-        d.start_agent(name, addr)
-    d.until("world 3", lambda s: sum(x["world"] == 3 and x["rank"] == 0 for x in s) >= 10)
+    d.start_job()
     t = time.time()
     d.kill("A")                        # A's host dies, and the etcd leader it hosted
     d.kill_store()
@@ -183,19 +180,13 @@ def test_an_agent_leaving_by_an_error_closes_c10d_for_everyone_but_not_hrw(backe
     launcher then calls the handler's shutdown(). c10d's closes the rendezvous, so A and B exit
     with RendezvousClosedError at their next rendezvous; hrw's does not, and they re-form at
     world 2 (reports/sigterm.md; the simulated `sigterm-one-agent` with an agent_failure)."""
-    import os
-    import signal
-    from real_backend.tools.elastic_demo import ADDRS, Demo, _steps, _tree
+    from real_backend.tools.elastic_demo import Demo, _steps
     d = Demo(backend, tmp_path, timeout=90)
     d.restarts_of["C"] = 0
     try:
-        d.start_store()
-        for name, addr in zip("ABC", ADDRS):
-            d.start_agent(name, addr)
-        d.until("world 3", lambda s: sum(x["world"] == 3 and x["rank"] == 0 for x in s) >= 5)
+        d.start_job(steps=5)
         t = time.time()
-        for pid in _tree(d.agents["C"].pid)[1:]:
-            os.kill(pid, signal.SIGKILL)
+        d.kill_workers("C")
         assert d.agents.pop("C").wait(timeout=60) != 0            # gone on purpose
         if backend == "c10d":
             assert d.agents["A"].wait(timeout=60) != 0 and d.agents["B"].wait(timeout=60) != 0
