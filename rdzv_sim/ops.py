@@ -151,6 +151,22 @@ class StopWorkers:
     reason: str
 
 
+# --- the store itself ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StoreAddress:
+    """Where this node's store is: returns (host address, port)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UseStore:
+    """Use the store at `addr`:`port` from now on, starting it here first if `serve` (a store
+    failover's successor). Waits up to `timeout` for it to accept; StoreError if it never does."""
+    addr: str
+    port: int = 0
+    serve: bool = False
+    timeout: float = 10.0
+
+
 # --- what a runtime may do more cheaply than the protocol could ----------------------
 @dataclass(frozen=True, slots=True)
 class Changed:

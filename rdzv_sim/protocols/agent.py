@@ -7,10 +7,10 @@ restart; a failure of its own workers or of a collective does use one, as in tor
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreError,
-                   StoreTimeout)
+                   StoreTimeout, UseStore)
 from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                    RoundResult)
 
@@ -87,8 +87,8 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, 
         except StoreTimeout as e:
             attempts += 1
             yield Emit("store_timeout", detail={"reason": str(e)})
-            if attempts >= cfg.max_rendezvous_attempts:
-                return Exit("store_timeout")
+            if attempts >= cfg.max_rendezvous_attempts or (protocol.fails_over and node.last >= 0):
+                return Exit("store_timeout")          # (a member that can fail over does)
             yield Sleep(cfg.retry_backoff)
             continue
         except StoreError as e:
@@ -102,13 +102,47 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, 
         return result
 
 
+STORE_LOSS = ("store_lost", "store_timeout")
+
+
+def remembering(node: NodeInfo, last: RoundResult | None) -> NodeInfo:
+    """The node's descriptor carries the last round it was in (a failover's quorum counts it)."""
+    return node if last is None else replace(node, last=last.round, last_n=last.nnodes)
+
+
+def fail_over(protocol: Protocol, node: NodeInfo, last: RoundResult | None, tried: int):
+    """The store is lost: move to the next successor the last round elected (its host starts
+    the store; the others connect). Returns how many successors are now used up (the epoch
+    within `last`), or None when there is none left to try, or the protocol does not fail over.
+    Every member of `last` walks the same list, so no two stores serve one epoch."""
+    if not protocol.fails_over or last is None:
+        return None
+    timeout = protocol.cfg.failover_timeout
+    for k in range(tried + 1, len(last.successors) + 1):
+        name, addr, port = last.successors[k - 1]
+        yield Emit("store_failover", round=last.round,
+                   detail={"epoch": k, "store": name, "serve": name == node.name})
+        try:
+            yield UseStore(addr, port, serve=name == node.name, timeout=timeout)
+            return k
+        except (StoreError, StoreTimeout) as e:
+            yield Emit("store_failover_failed", round=last.round, detail={"epoch": k, "reason": str(e)})
+    return None
+
+
 def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
     """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
-    restarts = 0
+    restarts, last, tried = 0, None, 0
     while True:
-        result = yield from rendezvous_with_retry(node, protocol, cfg, restarts)
+        result = yield from rendezvous_with_retry(remembering(node, last), protocol, cfg, restarts)
         if isinstance(result, Exit):
+            if result.reason in STORE_LOSS:
+                k = yield from fail_over(protocol, node, last, tried)
+                if k is not None:
+                    tried = k
+                    continue
             return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
+        last, tried = result, 0
         yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
         t_start = yield Now()
         yield Emit("workers_started", round=result.round, rank=result.rank,
@@ -132,6 +166,10 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
+            k = yield from fail_over(protocol, node, last, tried)
+            if k is not None:
+                tried = k
+                continue
             return (yield from _shut_down(protocol, node, "store_lost"))
         if reason == "nodes_waiting":           # restart at the next monitor tick (a safe point)
             now = yield Now()
@@ -146,10 +184,16 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
                 if why != "round_ended":
                     yield from protocol.end_round(result, why, node)
                 break
-            except StoreError as e:
-                return (yield from _shut_down(protocol, node, "store_lost", "store_lost", str(e)))
-            except StoreTimeout as e:
-                yield Emit("store_timeout", detail={"reason": str(e)})
+            except (StoreError, StoreTimeout) as e:
+                lost = isinstance(e, StoreError)
+                yield Emit("store_lost" if lost else "store_timeout", detail={"reason": str(e)})
+                if why != "agent_failed" and protocol.fails_over:
+                    k = yield from fail_over(protocol, node, last, tried)
+                    if k is not None:
+                        tried = k
+                        break
+                if lost:
+                    return (yield from _shut_down(protocol, node, "store_lost"))
                 yield Sleep(cfg.retry_backoff)
         if why == "agent_failed":
             return (yield from _shut_down(protocol, node, "max_restarts"))

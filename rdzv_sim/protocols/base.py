@@ -70,6 +70,8 @@ class NodeInfo:
     pid: int = 0              # the agent process: new on every restart of the host
     port: int = 0             # a port this host reserved for its workers' store (torchrun)
     topo: str = ""            # where the scheduler put it (node-list position, rack label)
+    last: int = -1            # the last round it was a member of (-1: none this agent knows)
+    last_n: int = 0           # that round's member count (a store failover's quorum)
 
     def encode(self) -> str:
         d = {"name": self.name, "addr": self.addr, "nproc": self.nproc, "index": self.index}
@@ -77,16 +79,23 @@ class NodeInfo:
             d["port"] = self.port
         if self.topo:
             d["topo"] = self.topo
+        if self.last >= 0:
+            d["last"] = [self.last, self.last_n]
         return _compact(d)
 
     @staticmethod
     def decode(text: str) -> "NodeInfo":
         """A descriptor another node wrote; BadValue if it is not one."""
         d = decode_object(text)
+        last = d.get("last", [-1, 0])
+        if not isinstance(last, list) or len(last) != 2:
+            raise BadValue("'last' is not [round, members]")
+        last_d = {"r": last[0], "n": last[1]}
         return NodeInfo(_field(d, "name", str), _field(d, "addr", str),
                         _field(d, "nproc", int, 1, 1 << 16), _field(d, "index", int, 0, None, 0),
                         port=_field(d, "port", int, 0, 65535, 0),
-                        topo=_field(d, "topo", str) if "topo" in d else "")
+                        topo=_field(d, "topo", str) if "topo" in d else "",
+                        last=_field(last_d, "r", int, -1, None), last_n=_field(last_d, "n", int, 0, None))
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,7 @@ class RoundResult:
     master: str          # rank 0's address (MASTER_ADDR)
     digest: str          # membership fingerprint: equal for every member of the round
     master_port: int = 0  # the port rank 0 reserved (MASTER_PORT), when its descriptor had one
+    successors: tuple = ()   # (name, addr, port) of the hosts a store failover elects, in turn
 
     def encode(self) -> str:
         d = {"round": self.round, "rank": self.rank, "nnodes": self.nnodes,
@@ -108,6 +118,8 @@ class RoundResult:
              "master": self.master, "digest": self.digest}
         if self.master_port:
             d["master_port"] = self.master_port
+        if self.successors:
+            d["succ"] = [list(s) for s in self.successors]
         return _compact(d)
 
     @staticmethod
@@ -121,7 +133,24 @@ class RoundResult:
         world = _field(d, "world_size", int, n, None)
         return RoundResult(_field(d, "round", int, 0, None), _field(d, "rank", int, 0, n - 1), n, world,
                            _field(d, "first_rank", int, 0, world - 1), _field(d, "master", str),
-                           _field(d, "digest", str), _field(d, "master_port", int, 0, 65535, 0))
+                           _field(d, "digest", str), _field(d, "master_port", int, 0, 65535, 0),
+                           _successors(d.get("succ", [])))
+
+
+MAX_SUCCESSORS = 8
+
+
+def _successors(v) -> tuple:
+    """An assignment's failover successors: [[name, addr, port], ...]; BadValue otherwise."""
+    if not isinstance(v, list) or len(v) > MAX_SUCCESSORS:
+        raise BadValue(f"'succ' is not a list of at most {MAX_SUCCESSORS} successors")
+    out = []
+    for e in v:
+        if not isinstance(e, list) or len(e) != 3:
+            raise BadValue("a successor is not [name, addr, port]")
+        f = {"name": e[0], "addr": e[1], "port": e[2]}
+        out.append((_field(f, "name", str), _field(f, "addr", str), _field(f, "port", int, 0, 65535)))
+    return tuple(out)
 
 
 def closed_count(text) -> int:
@@ -223,6 +252,12 @@ class Protocol:
         shutdown then: out of restarts, a rendezvous timeout, success). Default: nothing."""
         return
         yield
+
+    @property
+    def fails_over(self) -> bool:
+        """Whether its agents elect a successor store when theirs is lost (hrw's
+        store_failover); the successors come with every RoundResult."""
+        return False
 
     def clean_up(self, result: RoundResult) -> Gen:
         """Once a round's workers run: drop store keys no one needs any more (best effort; a

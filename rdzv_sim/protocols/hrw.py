@@ -19,7 +19,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat
 from hrw import Placement
 
 from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
-                   Sleep, StoreTimeout)
+                   Sleep, StoreAddress, StoreTimeout)
 from . import ranking
 from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
                    Watch, closed_count, decode_object, digest, watch_key)
@@ -37,16 +37,34 @@ class HrwSettings(ProtocolSettings):
     probe_interval: PositiveFloat = Field(30.0, description="a waiter checks a running round's members this often")
     probe_timeout: PositiveFloat = Field(15.0, description="no answer by then: every member is gone (> worker start)")
     rank_order: RankOrder = Field("hrw", description="ranks by HRW score, by topology key, or kept across rounds (stable)")
+    store_failover: bool = Field(False, description="a lost TCPStore is replaced by one on a member elected by HRW; "
+                                 "every round then needs a majority of the last one")
+    failover_timeout: PositiveFloat = Field(10.0, description="how long a failover waits for its successor's store")
 
     def round_time(self) -> float:
+        failover = SUCCESSORS * self.failover_timeout if self.store_failover else 0.0
         return (self.last_call_timeout + self.close_grace + self.hole_grace + self.confirm_timeout
-                + self.probe_interval + self.probe_timeout)
+                + self.probe_interval + self.probe_timeout + failover)
 
     def close_due(self, joins: list[float]) -> float | None:
         """The max_nodes-th joiner closes at once; else the min_nodes-th after last call."""
         if len(joins) >= self.max_nodes:
             return joins[self.max_nodes - 1]
         return joins[self.min_nodes - 1] + self.last_call_timeout if len(joins) >= self.min_nodes else None
+
+
+SUCCESSORS = 3          # failover candidates in every assignment
+
+
+def has_quorum(infos) -> bool:
+    """A store failover's fence: more than half of the latest round any joiner was in joined.
+    Two sides of a cut (the old store's, the successor's) cannot both have that majority, so at
+    most one of them forms the next round. Joiners remembering no round (new agents) do not count."""
+    last = max((i.last for i in infos), default=-1)
+    if last < 0:
+        return True
+    n = max(i.last_n for i in infos if i.last == last)
+    return 2 * sum(1 for i in infos if i.last == last) > n
 
 
 class HrwProtocol(Protocol):
@@ -61,7 +79,9 @@ class HrwProtocol(Protocol):
         cfg = self.cfg
         deadline = (yield Now()) + cfg.join_timeout
         while True:
-            rnd = int((yield CompareSet(self.prefix + "round", "", "0")))
+            # a failover's fresh store goes on from the round after the members' last one
+            first = node.last + 1 if self.fails_over and node.last >= 0 else 0
+            rnd = int((yield CompareSet(self.prefix + "round", "", str(first))))
             slot = yield Add(self._k(rnd, "seq"), 1)
             yield Set(self._k(rnd, f"n{slot}"), node.encode())
             yield Emit("join", round=rnd, detail={"slot": slot})
@@ -219,8 +239,12 @@ class HrwProtocol(Protocol):
         infos = dict(sorted(newest.values(), key=lambda x: x[0]))
         names = [info.name for info in infos.values()]
         out = []
-        if len(infos) < cfg.min_nodes:
-            out = [(self._k(rnd, f"a{i}"), json.dumps({"failed": "too_few_members"}))
+        failed = "too_few_members" if len(infos) < cfg.min_nodes else None
+        if failed is None and self.fails_over and not has_quorum(infos.values()):
+            failed = "no_quorum"
+            yield Emit("no_quorum", round=rnd, detail={"members": len(infos)})
+        if failed:
+            out = [(self._k(rnd, f"a{i}"), json.dumps({"failed": failed}))
                    for i in range(1, count + 1)]
         else:
             by_name = {info.name: (i, info) for i, info in infos.items()}
@@ -231,10 +255,11 @@ class HrwProtocol(Protocol):
             world = sum(info.nproc for info in infos.values())
             master = by_name[order[0]][1]
             dg, first = digest(names), 0
+            succ = (yield from self._successors(infos.values())) if self.fails_over else ()
             assigned = set()
             for rank, name in enumerate(order):
                 i, info = by_name[name]
-                res = RoundResult(rnd, rank, len(order), world, first, master.addr, dg, master.port)
+                res = RoundResult(rnd, rank, len(order), world, first, master.addr, dg, master.port, succ)
                 out.append((self._k(rnd, f"a{i}"), res.encode()))
                 assigned.add(i)
                 first += info.nproc
@@ -243,6 +268,15 @@ class HrwProtocol(Protocol):
             yield Emit("round_closed", round=rnd, world_size=world,
                        detail={"members": sorted(names), "count": count, "holes": count - len(order)})
         yield MultiSet(tuple(out))
+
+    def _successors(self, infos):
+        """Who hosts the store after a failover, in turn: the members in HRW order for the run's
+        store, but those on the store's own address (it may be the one that died), each on the
+        store's port."""
+        addr, port = yield StoreAddress()
+        by_name = {i.name: i for i in infos if i.addr != addr}
+        order = Placement(list(by_name), seed=0).rank_order(f"{self.cfg.run_id}/store") if by_name else []
+        return tuple((n, by_name[n].addr, port) for n in order[:SUCCESSORS])
 
     def _published_order(self, rnd: int):
         """The rank order the last closer published, or None (none yet, or unreadable)."""
@@ -301,6 +335,10 @@ class HrwProtocol(Protocol):
         probe = watch.arg
         yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
         return ("stay", probe + 1)
+
+    @property
+    def fails_over(self) -> bool:
+        return self.cfg.store_failover
 
     @property
     def publishes_order(self) -> bool:

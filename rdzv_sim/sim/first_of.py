@@ -42,7 +42,7 @@ class FirstOfMixin:
             result, leaves = yield from self._serve(node, op, nbytes, self.env.now + self.cfg.op_timeout)
             if leaves > self.env.now:
                 yield self.env.timeout(leaves - self.env.now)
-            yield self.env.timeout(self.net.latency(node.name))
+            yield self.env.timeout(self.latency(node))
             return result
         except (O.StoreTimeout, O.StoreError) as e:
             return e
@@ -137,12 +137,13 @@ class _ReadBranch:
     """One blocking read in flight, as callbacks: arrive -> (park -> woke | expire) -> reply."""
 
     __slots__ = ("rt", "node", "op", "finish", "off", "parked", "proc", "keys", "limit", "result",
-                 "nbytes")
+                 "nbytes", "store")
 
     def __init__(self, rt, node: SimNode, op, nbytes: int, finish):
         self.rt, self.node, self.op, self.nbytes, self.finish = rt, node, op, nbytes, finish
         self.off, self.parked, self.proc = False, False, None
-        self.keys = rt.store.keys_needed(op)
+        self.store = rt.store if node.store is None else node.store
+        self.keys = self.store.keys_needed(op)
         self.limit = op.timeout if op.timeout is not None else rt.cfg.op_timeout
         rt.env.timeout(rt.arrival(node) - rt.env.now).callbacks.append(self.arrive)
 
@@ -154,7 +155,7 @@ class _ReadBranch:
         if self.off:
             return
         rt, node = self.rt, self.node
-        store = rt.store
+        store = self.store
         if not store.alive or rt.blocked(node):
             proc = self.proc = rt.env.process(rt._branch_at_store(node, self.op, self.nbytes))
             proc.callbacks.append(lambda p: self.done(p.value))
@@ -172,12 +173,12 @@ class _ReadBranch:
     def reply(self, leaves: float) -> None:
         self.parked = False
         rt = self.rt
-        self.result = rt.store.apply(self.op)
+        self.result = self.store.apply(self.op)
         env = rt.env
-        env.timeout(leaves - env.now + rt.net.latency(self.node.name)).callbacks.append(self.back)
+        env.timeout(leaves - env.now + rt.latency(self.node)).callbacks.append(self.back)
 
     def back(self, _e) -> None:
-        if self.rt.store.alive:
+        if self.store.alive:
             self.done(self.result)
         else:
             self.done(O.StoreError(f"{self.node.name}: connection reset: the store went down"))
@@ -194,7 +195,7 @@ class _ReadBranch:
     def expire(self, _e) -> None:
         if self.off or not self.parked:
             return
-        self.rt.store.unpark(self.woke, self.keys)
+        self.store.unpark(self.woke, self.keys)
         self.parked = False
         self.done(O.StoreTimeout(f"{self.node.name}: wait for {self.keys[0]!r} timed out "
                                  f"after {self.limit:g} s"))
@@ -202,7 +203,7 @@ class _ReadBranch:
     def cancel(self) -> None:
         self.off = True
         if self.parked:
-            self.rt.store.unpark(self.woke, self.keys)
+            self.store.unpark(self.woke, self.keys)
             self.parked = False
         proc = self.proc
         if proc is not None and proc.is_alive:

@@ -69,6 +69,7 @@ class Network:
         self.isolated: dict[str, int] = {}     # host -> id of the partition group it is in
         self.heal_events: dict = {}            # group -> event that fires when it heals
         self._next_group = 1
+        self._bases: dict[str, dict] = {}      # host -> path latencies to it (failover stores)
 
     def rack_of(self, host: str) -> str | None:
         return self.graph.nodes[host].get("rack")
@@ -76,9 +77,9 @@ class Network:
     def hosts_in_rack(self, rack: str) -> list[str]:
         return [h for h, d in self.graph.nodes(data=True) if d.get("rack") == rack]
 
-    def latency(self, host: str) -> float:
-        """One-way latency host -> store host, with jitter (always >= the path's sum)."""
-        base = self.base[host]
+    def latency(self, host: str, to: str | None = None) -> float:
+        """One-way latency host -> store host (or host `to`), with jitter (always >= the path's sum)."""
+        base = self.base[host] if to is None else self.base_from(to)[host]
         if self.jitter > 0:
             # drawn 4,096 at a time: the same stream as one draw per message, a tenth the cost
             i = self._u_next
@@ -89,6 +90,15 @@ class Network:
         if self.loss and host in self.loss:
             base += resend_delay(*self.loss[host], self.loss_rng.random)
         return base + self.extra[host] if self.extra and host in self.extra else base
+
+    def base_from(self, to: str) -> dict:
+        """Path latencies from every host to host `to` (a failover store's), made once."""
+        if to == self.store_host:
+            return self.base
+        d = self._bases.get(to)
+        if d is None:
+            d = self._bases[to] = nx.single_source_dijkstra_path_length(self.graph, to, weight="latency")
+        return d
 
     def set_loss(self, host: str, rate: float, rto: float = 0.2) -> None:
         """`host`'s link loses `rate` of its messages from now on (0: none)."""
@@ -126,7 +136,7 @@ class Network:
             del self.isolated[h]
         self.heal_events.pop(group).succeed()
 
-    def healed_event(self, host: str):
-        """The event that fires when the cut between `host` and the store host heals."""
-        group = self.side(host) or self.side(self.store_host)
+    def healed_event(self, host: str, to: str | None = None):
+        """The event that fires when the cut between `host` and the store host (or `to`) heals."""
+        group = self.side(host) or self.side(self.store_host if to is None else to)
         return self.heal_events[group]

@@ -20,6 +20,7 @@ class SimNode:
     rounds: dict | None = None           # shared index: round -> names of the nodes running it
     ctx_round: int | None = None         # the round its store traffic counts toward
     conn_last: float = 0.0               # last request arrival: one TCP connection keeps order
+    store: object = None                 # the store it uses after a failover (None: the job's)
     incarnation: int = 0
     failures: int = 0                    # crashes so far (the scheduler drains repeat offenders)
     slowdown: float = 1.0                # a straggler's steps take this many times longer

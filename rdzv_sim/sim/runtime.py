@@ -66,6 +66,8 @@ class SimRuntime(FirstOfMixin):
         self.total_bytes = 0
         self.load_bin = 1.0                      # seconds per bin of the store_load table
         self.load: dict[int, list] = {}          # bin -> [ops, bytes]
+        self.stores: dict[str, StoreServer] = {}  # host -> the store a failover started there
+        self.store_started: dict[str, simpy.Event] = {}   # host -> fires when one starts there
 
     # --- driving a protocol generator ------------------------------------------------
     def drive(self, node: SimNode, gen, incarnation: int | None = None):
@@ -167,6 +169,10 @@ class SimRuntime(FirstOfMixin):
             return None
         if t is O.Changed:
             return (yield from self._changed(node, op))
+        if t is O.StoreAddress:
+            return (self.store_of(node).host, 0)
+        if t is O.UseStore:
+            return (yield from self._use_store(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
 
     def _emit(self, node: SimNode, op: O.Emit) -> None:
@@ -240,7 +246,7 @@ class SimRuntime(FirstOfMixin):
         self.pg_init.member_died(node.name)
 
     def _changed(self, node: SimNode, op: O.Changed):
-        store, env = self.store, self.env
+        store, env = self.store_of(node), self.env
         if not store.alive:
             raise O.StoreError(f"{node.name}: connection refused: the store is down")
         cur = store.data.get(op.key)
@@ -262,6 +268,42 @@ class SimRuntime(FirstOfMixin):
                 lst.remove(entry)
 
     # --- the store -------------------------------------------------------------------
+    def _use_store(self, node: SimNode, op: O.UseStore):
+        """A failover: start a store on this host (`serve`), or connect to the one at `op.addr`
+        once it runs there (waiting up to `op.timeout`, as a client retries a refused connect);
+        StoreError if none ever answers, StoreTimeout if one runs but cannot be reached."""
+        env = self.env
+        if op.serve:
+            st = self.stores.get(node.name)
+            if st is None or not st.alive:
+                st = self.stores[node.name] = StoreServer(env, node.name, self.store.service, self.trace)
+                self.trace.record(env.now, node.name, "store_started")
+                ev = self.store_started.pop(node.name, None)
+                if ev is not None:
+                    ev.succeed()
+        deadline = env.now + op.timeout
+        while True:
+            st = self.stores.get(op.addr)
+            if st is not None and st.alive and self.net.reachable(node.name, st.host):
+                break
+            if env.now >= deadline:
+                if st is not None and st.alive:
+                    raise O.StoreTimeout(f"{node.name}: the store at {op.addr} cannot be reached")
+                raise O.StoreError(f"{node.name}: no store at {op.addr} within {op.timeout:g} s")
+            ev = self.store_started.get(op.addr)
+            if ev is None:
+                ev = self.store_started[op.addr] = env.event()
+            yield env.any_of([ev, env.timeout(deadline - env.now)])
+        node.store, node.conn_last = st, 0.0
+        yield env.timeout(2 * self.latency(node))           # the connection's handshake
+        return None
+
+    def host_down(self, host: str) -> None:
+        """A host crashed: a failover store it served dies with it."""
+        st = self.stores.get(host)
+        if st is not None:
+            st.host_down(host)
+
     def _account(self, node: SimNode, nbytes: int) -> None:
         self.total_ops += 1
         self.total_bytes += nbytes
@@ -278,35 +320,45 @@ class SimRuntime(FirstOfMixin):
         acc[0] += 1
         acc[1] += nbytes
 
+    def store_of(self, node: SimNode) -> StoreServer:
+        """The store this node uses: the job's, or the one a failover moved it to."""
+        return self.store if node.store is None else node.store
+
     def blocked(self, node: SimNode) -> bool:
         """The store cannot answer this node now: paused, or cut off from it."""
-        return self.store.paused or not self.net.reachable(node.name, self.store.host)
+        store = self.store if node.store is None else node.store
+        return store.paused or not self.net.reachable(node.name, store.host)
 
     def _until_clear(self, node: SimNode, deadline: float):
         """Hang while the store is paused or cut off from `node`; StoreTimeout at the deadline."""
-        env, store, net = self.env, self.store, self.net
+        env, store, net = self.env, self.store_of(node), self.net
         while self.blocked(node):
             remaining = deadline - env.now
             if remaining <= 0:
                 raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
             waits = [env.timeout(remaining)] if math.isfinite(remaining) else []
-            waits.append(store.unpaused if store.paused else net.healed_event(node.name))
+            waits.append(store.unpaused if store.paused else
+                         net.healed_event(node.name, None if node.store is None else store.host))
             yield env.any_of(waits)
             if env.now >= deadline:
                 raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
 
     def arrival(self, node: SimNode) -> float:
         """When a request sent now reaches the store: one TCP connection keeps order."""
-        at = self.env.now + self.net.latency(node.name)
+        at = self.env.now + self.latency(node)
         if at < node.conn_last:
             at = node.conn_last
         node.conn_last = at
         return at
 
+    def latency(self, node: SimNode) -> float:
+        """One way between the node and its store."""
+        return self.net.latency(node.name, None if node.store is None else node.store.host)
+
     def store_call(self, node: SimNode, op):
         """One request/reply on the node's connection: latency there, the store's FIFO queue
         and service, latency back. Two SimPy events for a plain call (arrival, reply)."""
-        env, store, net = self.env, self.store, self.net
+        env, store, net = self.env, self.store_of(node), self.net
         deadline = env.now + self.cfg.op_timeout
         nbytes = payload(op)
         self._account(node, nbytes)
@@ -320,19 +372,19 @@ class SimRuntime(FirstOfMixin):
         yield env.timeout(arrival - env.now)
         result, leaves = yield from self._serve(node, op, nbytes, deadline)
         # service and the way back in one timeout; what happened meanwhile is checked after
-        yield env.timeout(leaves - env.now + net.latency(node.name))
+        yield env.timeout(leaves - env.now + self.latency(node))
         if store.died_at <= leaves:
             raise O.StoreError(f"{node.name}: connection reset: the store went down")
         # the reply is lost while the client is cut off: it hangs until its deadline
         if not net.reachable(node.name, store.host):
             yield from self._until_clear(node, max(deadline, env.now + self.cfg.op_timeout))
-            yield env.timeout(net.latency(node.name))
+            yield env.timeout(self.latency(node))
         return result
 
     def _deliver_set(self, node: SimNode, op, nbytes: int) -> None:
         """A fire-and-forget set reaches the store: applied now, or (paused, cut off) when
         the way clears, as TCP would deliver it; a dead store drops it."""
-        store = self.store
+        store = self.store_of(node)
         if not store.alive:
             return
         if self.blocked(node):
@@ -345,7 +397,7 @@ class SimRuntime(FirstOfMixin):
         """At the store, on arrival: (result, when the reply leaves). One FIFO server, computed
         rather than queued (start = max(arrival, server free)); effects apply in arrival order,
         which is the service order, so every client sees what a FIFO store would show it."""
-        env, store = self.env, self.store
+        env, store = self.env, self.store_of(node)
         if not store.alive:
             raise O.StoreError(f"{node.name}: connection refused: the store is down")
         if self.blocked(node):

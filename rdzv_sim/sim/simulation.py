@@ -150,6 +150,7 @@ class Simulation:
         node.alive, node.paused = True, 0
         node.incarnation += 1
         node.running_round = node.ctx_round = None
+        node.store = None                                  # a new agent knows the job's store only
         node.pending.clear()
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
         self.store.host_up(node.name)
@@ -168,6 +169,7 @@ class Simulation:
         why = yield from self.runtime.drive(node, gen, incarnation)
         if node.incarnation == incarnation:
             self.runtime.node_died(node)           # its keep-alives and polls end with it
+            self.runtime.host_down(node.name)      # and a store its process served
             node.process = None
             self.scheduler.agent_ended()
         return why
@@ -196,6 +198,7 @@ class Simulation:
         self.runtime.peers_notice(node.running_round, {node.name}, self.notice_delay(cause, detection))
         node.running_round = None
         self.store.host_down(node.name)         # a store on this host goes (or a member of it)
+        self.runtime.host_down(node.name)       # and a failover's store there
 
     def notice_delay(self, cause: str, detection: float | None = None) -> float:
         """How long a crashed member's peers take to fail: a killed process's connections are
@@ -213,6 +216,9 @@ class Simulation:
 
     def fresh_store(self) -> None:
         self.store.restart()
+        for st in self.runtime.stores.values():  # a requeued job knows nothing of failovers
+            st.crash("requeue")
+        self.runtime.stores.clear()
 
     def crash_store(self, cause: str) -> None:
         self.store.crash(cause)                  # a replicated store: its leader's member

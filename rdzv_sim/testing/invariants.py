@@ -264,6 +264,18 @@ def rounds_take_time(rounds: pd.DataFrame) -> list[Violation]:
             for r, s, e, l in zip(bad["round"], bad["start"], bad["end"], bad["latency"])]
 
 
+def one_store_per_epoch(events: pd.DataFrame) -> list[Violation]:
+    """A store failover: every member that moves from round R's store to its k-th successor
+    names the same host (no two stores are current in one epoch)."""
+    ev = events[events["event"] == "store_failover"]
+    seen: dict[tuple, set] = {}
+    for rnd, d in zip(ev["round"], ev["detail"]):
+        d = _detail(d)
+        seen.setdefault((int(rnd), d.get("epoch")), set()).add(d.get("store"))
+    return [Violation("one_store_per_epoch", f"epoch {k} after round {r}: stores {sorted(v)}", r)
+            for (r, k), v in sorted(seen.items()) if len(v) > 1]
+
+
 def check_safety(tables: dict, scenario) -> Report:
     """All safety invariants of `scenario`'s protocol over a run's tables."""
     ev, rounds = tables["events"], tables["rounds"]
@@ -286,5 +298,6 @@ def register_invariant(protocol: str, check) -> None:
 PROTOCOL_INVARIANTS: dict[str, list] = {
     "hrw": [ranks_follow_policy,
             lambda t, sc: hrw_moves_are_minimal(t["rounds"]),
-            lambda t, sc: confirmed_before_ranks(t["events"])],
+            lambda t, sc: confirmed_before_ranks(t["events"]),
+            lambda t, sc: one_store_per_epoch(t["events"])],
     "static": [lambda t, sc: confirmed_before_ranks(t["events"])]}

@@ -35,6 +35,22 @@ _REUSED = ("the round number grows only when a complete round empties "
            "participant that wakes up, complete 'round R' again with another membership, so two "
            f"memberships share one round number ({TORCH})")
 
+def _majority_hit(sc, v) -> bool:
+    """store_failover with half the hosts or more hit by faults (crashed, paused, cut off)."""
+    if not getattr(sc.protocol, "store_failover", False):
+        return False
+    hit = set()
+    for f in sc.faults:
+        node = getattr(f, "node", None)
+        hit |= {node} if isinstance(node, int) else set(getattr(f, "nodes", None) or ())
+    return 2 * len(hit) >= sc.cluster.nodes
+
+
+_QUORUM = ("store_failover's fence: a round needs more than half of the members of the last "
+           "round any joiner was in, and an agent that restarted remembers none, so a job that "
+           "loses half its hosts at once never re-forms (it ends, and a requeue starts it afresh); "
+           "rdzv_sim/protocols/hrw.py, has_quorum")
+
 KNOWN: dict[str, list[Known]] = {
     "static": [
         Known("every_member_accounted",
@@ -42,7 +58,7 @@ KNOWN: dict[str, list[Known]] = {
               "store (or died) is still a member; the others learn it in process-group init "
               "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"),
     ],
-    "hrw": [],
+    "hrw": [Known("liveness", _QUORUM, _majority_hit)],
     "c10d": [
         Known("every_member_accounted",
               "a dead participant stays in a complete round until its keep-alive expires "

@@ -81,10 +81,11 @@ def check_liveness(tables: dict, scenario, slack: float = 1.0, prompt: bool = Tr
     prompt=False on real traces).
 
     The bound comes from the settings (`liveness_bound`); `slack` multiplies it (use generous
-    slack on real traces). Scenarios that lose the store are exempt: the job ends instead.
+    slack on real traces). Scenarios that lose the store are exempt (the job ends instead)
+    unless its agents fail over to a successor's store and none exits for the loss.
     """
     ev = tables["events"]
-    if scenario.random_faults or (ev["event"] == "store_lost").any() or leaderless(ev):
+    if scenario.random_faults or store_ended_job(ev) or leaderless(ev):
         return Report()
     prompt = rounds_are_prompt(ev, scenario) if prompt else []
     t_quiet = quiet_time(scenario)
@@ -93,6 +94,14 @@ def check_liveness(tables: dict, scenario, slack: float = 1.0, prompt: bool = Tr
         return Report([Violation("liveness", f"run too short to judge: needs {deadline:.1f} s")])
     report = converged(ev, deadline, scenario.min_nodes, scenario.max_nodes)
     return Report(known_for(scenario.protocol.name, prompt + report.violations, scenario))
+
+
+def store_ended_job(events: pd.DataFrame) -> bool:
+    """The store was lost and some agent exited for it (no failover, or none left to try)."""
+    if not (events["event"] == "store_lost").any():
+        return False
+    exits = events[events["event"] == "agent_exit"]["detail"].astype(str)
+    return bool(exits.str.contains('"store_').any()) or not (events["event"] == "store_failover").any()
 
 
 def leaderless(events: pd.DataFrame) -> bool:
