@@ -1,7 +1,8 @@
 """The store's host dies during training: for real (torchrun, 3 agents, one machine) and
 simulated, for each way of keeping the store.
 
-Cases: torch's `c10d` on a TCPStore and `hrw` on a TCPStore (the store dies with its host);
+Cases: torch's `c10d` on a TCPStore and `hrw` on a TCPStore (the store dies with its host),
+`hrw` with `store_failover=true` (the store in agent A's process, a successor elected);
 torch's `etcd-v2` (c10d's dynamic handler on etcd's v2 API) and `hrw` on etcd
 (`--rdzv-conf store=etcd`), each on a local 3-member etcd cluster whose leader dies. Three
 agents train `train_demo`; once at world size 3, agent A and the store it hosts are killed
@@ -27,20 +28,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from real_backend.tools.elastic_demo import Demo, EtcdDemo, _steps  # noqa: E402
+from real_backend.tools.elastic_demo import Demo, EtcdDemo, FailoverDemo, _steps  # noqa: E402
 
-CASES = [("c10d", "tcpstore"), ("hrw", "tcpstore"), ("etcd-v2", "etcd"), ("hrw", "etcd")]
+CASES = [("c10d", "tcpstore"), ("hrw", "tcpstore"), ("etcd-v2", "etcd"), ("hrw", "etcd"),
+         ("hrw", "failover")]
+DEMOS = {"etcd": EtcdDemo, "failover": FailoverDemo}
 
 
 def real(backend: str, store: str) -> dict:
-    cls = EtcdDemo if store == "etcd" else Demo
+    cls = DEMOS.get(store, Demo)
     d = cls(backend, tempfile.mkdtemp(prefix=f"storefail-{backend}-{store}-"), timeout=90)
     try:
         d.start_job()
         before = max(x["step"] for x in _steps(d.log))
         t = time.time()
         d.kill("A")
-        d.kill_store()
+        if store != "failover":                 # (there the store is A's)
+            d.kill_store()
         out = {"backend": backend, "store": store, "recover_s": None, "peers_exit_s": None,
                "steps_redone": None}
         deadline = time.time() + 90
@@ -67,13 +71,15 @@ def simulated(protocol: str, store: str, nodes: int = 3) -> dict:
     import rdzv_sim
     st = ("{kind: replicated, host: null, hosts: [0, 1, 2], commit_time: 0.0085}" if store == "etcd"
           else "{host: 0}")
+    failover = [f"protocol.store_failover={store == 'failover'}"] if protocol == "hrw" else []
     if nodes == 3:
-        sets = ["protocol.name=" + protocol, f"store={st}", "faults=[{kind: crash, node: 0, at: 30}]"]
+        sets = ["protocol.name=" + protocol, f"store={st}", "faults=[{kind: crash, node: 0, at: 30}]",
+                *failover]
         sc = rdzv_sim.load_scenario("sigterm-one-agent", sets)
     else:
         sc = rdzv_sim.load_scenario("c10d-2048-crash", [
             f"protocol.name={protocol}", "protocol.min_nodes=1997", "protocol.last_call_timeout=30",
-            f"store={st}", "faults=[{kind: crash, node: 0, at: 300}]", "duration=1500"])
+            f"store={st}", "faults=[{kind: crash, node: 0, at: 300}]", "duration=1500", *failover])
     t0 = time.perf_counter()
     ev = rdzv_sim.run(sc).events
     at = sc.faults[0].at
@@ -112,15 +118,24 @@ def main():
     import argparse
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", help="run this case for real (BACKEND:STORE, e.g. hrw:failover) and "
+                                   "keep the other cases' real rows from the last report's JSON")
     a = ap.parse_args()
+    cases = CASES
     rows = []
+    if a.only:
+        cases = [tuple(a.only.split(":"))]
+        if cases[0] not in CASES:
+            sys.exit(f"--only {a.only}: expected one of {', '.join(b + ':' + s for b, s in CASES)}")
+        old = json.loads((ROOT / "reports" / "store_failure.json").read_text())
+        rows = [r for r in old["rows"] if (r["backend"], r["store"]) != cases[0]]
     for _ in range(a.repeats):
-        for backend, store in CASES:
+        for backend, store in cases:
             rows.append(real(backend, store))
             print(json.dumps(rows[-1]), flush=True)
     sims = [simulated(p, s) for p, s in (("c10d", "tcpstore"), ("hrw", "tcpstore"),
-                                         ("c10d", "etcd"), ("hrw", "etcd"))]
-    sims += [simulated("hrw", s, 2048) for s in ("tcpstore", "etcd")]
+                                         ("c10d", "etcd"), ("hrw", "etcd"), ("hrw", "failover"))]
+    sims += [simulated("hrw", s, 2048) for s in ("tcpstore", "etcd", "failover")]
     import torch
     out = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
            "date": time.strftime("%Y-%m-%d %H:%M"), "python": platform.python_version(),
@@ -135,7 +150,8 @@ def main():
          "there, or a replicated store on hosts 0-2, commit time as measured here), host 0 crashing.",
          "", "| backend | store | real | steps redone (each run that re-formed) | simulated |",
          "|---|---|---|---|---|"]
-    sim_of = {("c10d", "tcpstore"): 0, ("hrw", "tcpstore"): 1, ("etcd-v2", "etcd"): 2, ("hrw", "etcd"): 3}
+    sim_of = {("c10d", "tcpstore"): 0, ("hrw", "tcpstore"): 1, ("etcd-v2", "etcd"): 2, ("hrw", "etcd"): 3,
+              ("hrw", "failover"): 4}
     for backend, store in CASES:
         runs = [r for r in rows if r["backend"] == backend and r["store"] == store]
         s = sims[sim_of[(backend, store)]]
@@ -151,11 +167,18 @@ def main():
           "", "At 2,048 hosts (simulated: the bundled `c10d-2048-crash` with hrw, host 0 crashing "
           "at 300 s, NCCL's 600 s collective timeout):", "",
           "| protocol | store | outcome | simulation wall (s) |", "|---|---|---|---:|"]
-    for s in sims[4:]:
+    for s in sims[5:]:
         L.append(f"| {s['protocol']} | {s['store']} | {outcome(s)} | {s['wall_s']} |")
     L += ["", "c10d is not in the 2,048-host table: at that size its rendezvous does not form on "
-          "any store (reports/scale_c10d.md). Not built yet: store failover without etcd "
-          "(an HRW-elected successor TCPStore); `--rdzv-conf store_failover=true` does not exist."]
+          "any store (reports/scale_c10d.md).", "",
+          "**hrw with failover** (`--rdzv-conf store_failover=true`; the store in agent A's "
+          "process, torchrun's `is_host`): the survivors elect the first of the successors "
+          "every assignment lists (HRW over the members, the store's own address left out), it "
+          "starts a TCPStore on the endpoint's port at its address, the other connects, and the "
+          "round after the last forms there; it needs a majority of the last round's members "
+          "(the fence that keeps a cut-off store's side from forming a round too). A new agent "
+          "pointed at the old endpoint does not find the successor: grow the job back by "
+          "pointing newcomers at it (docs/stores.md)."]
     (ROOT / "reports" / "store_failure.md").write_text("\n".join(L) + "\n")
     print("\n".join(L))
 

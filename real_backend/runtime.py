@@ -34,7 +34,7 @@ _CONNECT_LOCK = threading.Lock()
 # the protocol to refuse as a bad value rather than as a lost store
 # every operation `RealRuntime.execute` performs (a protocol's `needs` must be among them)
 SUPPORTS = frozenset({*O.STORE_OPS, O.Now, O.WallClock, O.Emit, O.Sleep, O.Random, O.Work,
-                      O.FirstOf, O.Local, O.StartWorkers, O.StopWorkers})
+                      O.FirstOf, O.Local, O.StartWorkers, O.StopWorkers, O.StoreAddress, O.UseStore})
 
 
 class Signals:
@@ -83,6 +83,7 @@ class RealRuntime:
         self.store = None                 # connected on first use, so a failure reaches the protocol
         self._spare: list = []            # idle second connections for FirstOf branches
         self._spare_lock = threading.Lock()
+        self.served = None                # the TCPStore a failover started in this process
         self.ops = 0                      # store operations issued (FirstOf branches included)
         self.in_round = False             # workers running (between StartWorkers and StopWorkers)
 
@@ -99,7 +100,7 @@ class RealRuntime:
 
     def close(self) -> None:
         """Drop the connections and let the worker threads end (a hung call is abandoned)."""
-        self.store = None
+        self.store = self.served = None
         with self._spare_lock:
             self._spare.clear()
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -135,6 +136,33 @@ class RealRuntime:
             if _is_timeout(e) and (self.connect is not None or not self._refused()):
                 raise O.StoreTimeout(f"cannot reach the store at {self.host}:{self.port}: {e}") from None
             raise O.StoreError(f"cannot connect to the store at {self.host}:{self.port}: {e}") from None
+
+    def use_store(self, op: O.UseStore) -> None:
+        """A failover: start the successor's TCPStore in this process (`serve`), then use the
+        store at op.addr:op.port, waiting up to op.timeout for it to listen."""
+        import socket
+
+        import torch.distributed as dist
+        if op.serve and self.served is None:
+            try:
+                self.served = dist.TCPStore(op.addr, op.port, is_master=True, wait_for_workers=False,
+                                            multi_tenant=True, use_libuv=True,
+                                            timeout=timedelta(seconds=self.op_timeout))
+            except Exception as e:  # noqa: BLE001 - the port is taken (the old store lives)
+                raise O.StoreError(f"cannot start a store at {op.addr}:{op.port}: {e}") from None
+        self.host, self.port, self.store = op.addr, op.port, None
+        with self._spare_lock:
+            self._spare.clear()
+        deadline = time.monotonic() + op.timeout
+        while True:
+            try:
+                socket.create_connection((op.addr, op.port), timeout=1.0).close()
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise O.StoreError(f"no store at {op.addr}:{op.port} within {op.timeout:g} s") from None
+                time.sleep(0.1)
+        self.store = self._connect()
 
     def _refused(self) -> bool:
         """Whether nobody listens at the store's address now: a dead store, not a slow one.
@@ -216,6 +244,10 @@ class RealRuntime:
             return None
         if t in O.STORE_OPS:
             return self.store_op(op)
+        if t is O.StoreAddress:
+            return (self.host, self.port)
+        if t is O.UseStore:
+            return self.use_store(op)
         raise NotImplementedError(
             f"{op!r} has no real-runtime implementation (c10d runs as torch's own handler for real)")
 

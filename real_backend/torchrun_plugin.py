@@ -36,7 +36,8 @@ from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
 from pydantic import ValidationError
 
 from rdzv_sim import ops as O
-from rdzv_sim.protocols.agent import AgentConfig, Exit, rendezvous_with_retry, watch_round
+from rdzv_sim.protocols.agent import (STORE_LOSS, AgentConfig, Exit, fail_over, rendezvous_with_retry,
+                                      watch_round)
 from rdzv_sim.protocols.base import NodeInfo
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 
@@ -130,6 +131,9 @@ class HrwRendezvousHandler(RendezvousHandler):
         else:
             self.etcd = None
             self.host, self.port = _endpoint(params.endpoint)
+        if self.etcd and self.cfg.store_failover:
+            raise ValueError("--rdzv-conf store_failover=true is for a TCPStore: an etcd cluster "
+                             "(store=etcd) fails over by itself")
         self.run_id = params.run_id
         self.read_timeout = _seconds(params, "read_timeout", 60.0)
         self.protocol = HrwProtocol(self.cfg)
@@ -148,6 +152,9 @@ class HrwRendezvousHandler(RendezvousHandler):
         self._server = None if self.etcd else self._host_store(params.get_as_bool("is_host"))
         self._client = None                      # the agent's store connection (RendezvousInfo.store)
         self._last = None                        # the RoundResult of the round we are in
+        self._memory = None                      # of the last round we were assigned in
+        self._tried = 0                          # its successors used up (store_failover)
+        self._home = None                        # the store it was assigned on (host, port)
         self._waiting = 0
         self._watcher: tuple[threading.Thread, RealRuntime] | None = None
         self._watch_rt: RealRuntime | None = None
@@ -206,18 +213,45 @@ class HrwRendezvousHandler(RendezvousHandler):
         """Workers bring up their own store on rank 0's reserved port, fresh each round."""
         return False
 
+    def _fail_over(self, node: NodeInfo, why: str) -> bool:
+        """The store is lost: go to the next successor the last round elected (store_failover);
+        False when there is none to go to. Every connection follows."""
+        k = self.rt.drive(fail_over(self.protocol, node, self._memory, self._tried, self._home))
+        if k is None:
+            return False
+        self._tried, self._client = k, None
+        self.host, self.port = self.rt.host, self.rt.port
+        if self._watch_rt is not None:
+            self._watch_rt.close()
+            self._watch_rt = None
+        log.warning("The node '%s' lost the hrw rendezvous store (%s) and moved to %s:%d.",
+                    self.name, why, self.host, self.port)
+        return True
+
     def next_rendezvous(self) -> RendezvousInfo:
         self._stop_watch()
+        node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=free_port(self.addr),
+                        topo=self.topo)
         if self._last is not None:          # leaving our round (restart, or nodes waiting): end it
-            self._drive(self.protocol.end_round_at(self._last.round, "rejoin"))
+            try:
+                self._drive(self.protocol.end_round_at(self._last.round, "rejoin"))
+            except RendezvousConnectionError as e:
+                if not self._fail_over(node, str(e)):
+                    raise
             self._last = None
         if self.is_closed():
             raise RendezvousClosedError(f"the rendezvous {self.run_id!r} is closed")
         log.info("The node '%s' attempts to join the next round of the hrw rendezvous '%s'.",
                  self.name, self.run_id)
-        node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=free_port(self.addr),
-                        topo=self.topo)
-        result = self._drive(rendezvous_with_retry(node, self.protocol, self.agent_cfg))
+        while True:
+            result = self._drive(rendezvous_with_retry(node, self.protocol, self.agent_cfg,
+                                                       last=self._memory))
+            if not isinstance(result, Exit):
+                break
+            if result.last is not self._memory:
+                self._memory, self._tried = result.last, 0
+            if result.reason not in STORE_LOSS or not self._fail_over(node, result.why or result.reason):
+                break
         if isinstance(result, Exit):
             log.warning("The node '%s' gives up the hrw rendezvous '%s': %s %s", self.name,
                         self.run_id, result.reason, result.why)
@@ -228,6 +262,8 @@ class HrwRendezvousHandler(RendezvousHandler):
                 raise RendezvousConnectionError(f"hrw rendezvous lost the store: {result.why}")
             raise RendezvousTimeoutError(f"hrw rendezvous gave up: {result.reason} {result.why}".strip())
         self._last, self._waiting = result, 0
+        if result is not self._memory:
+            self._memory, self._tried, self._home = result, 0, (self.rt.host, self.rt.port)
         log.info("The node '%s' has joined round %d of the hrw rendezvous '%s' as rank %d in a "
                  "world of size %d (%d workers; rank 0 at %s:%d).", self.name, result.round,
                  self.run_id, result.rank, result.nnodes, result.world_size, result.master,

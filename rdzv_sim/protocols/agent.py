@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreError,
-                   StoreTimeout, UseStore)
+from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreAddress,
+                   StoreError, StoreTimeout, UseStore)
 from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                    RoundResult)
 
@@ -43,6 +43,7 @@ class Exit:
     reason: str
     event: str | None = None
     why: str = ""
+    last: RoundResult | None = None     # the last round this node was assigned in, if any
 
 
 def _exit(reason: str, event: str | None = None, why: str = ""):
@@ -65,34 +66,40 @@ def _shut_down(protocol: Protocol, node: NodeInfo, reason: str, event: str | Non
     return (yield from _exit(reason))
 
 
-def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, restarts: int = 0):
+def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, restarts: int = 0,
+                          last: RoundResult | None = None):
     """Join rounds until one completes (a RoundResult, its rank announced), retrying failed
-    rounds and store timeouts up to `max_rendezvous_attempts`; else an `Exit`."""
-    attempts = 0
+    rounds and store timeouts up to `max_rendezvous_attempts`; else an `Exit`. `last`: the
+    last round this node was assigned in (its descriptor says so; a store failover's fence)."""
+    attempts = fenced = 0
     while True:
         t_join = yield Now()
         yield Emit("rendezvous_start", detail={"restarts": restarts})
         try:
-            result = yield from protocol.rendezvous(node)
+            result = yield from protocol.rendezvous(remembering(node, last))
         except RendezvousFailed as e:
             attempts += 1
+            last = e.assigned or last
+            fenced = fenced + 1 if e.why == "no_quorum" else 0
             yield Emit("rendezvous_failed", detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
-                return Exit("too_many_failed_rounds")
+                return Exit("too_many_failed_rounds", last=last)
+            if fenced >= FENCED_ROUNDS and protocol.fails_over and last is not None:
+                return Exit("no_quorum", last=last)    # the majority is elsewhere: look for it
             continue
         except RendezvousClosed as e:
-            return Exit("rendezvous_closed", "rendezvous_closed", str(e))
+            return Exit("rendezvous_closed", "rendezvous_closed", str(e), last)
         except RendezvousTimeout as e:
-            return Exit("rendezvous_timeout", "rendezvous_timeout", str(e))
+            return Exit("rendezvous_timeout", "rendezvous_timeout", str(e), last)
         except StoreTimeout as e:
             attempts += 1
             yield Emit("store_timeout", detail={"reason": str(e)})
-            if attempts >= cfg.max_rendezvous_attempts or (protocol.fails_over and node.last >= 0):
-                return Exit("store_timeout")          # (a member that can fail over does)
+            if attempts >= cfg.max_rendezvous_attempts or (protocol.fails_over and last is not None):
+                return Exit("store_timeout", last=last)   # (a member that can fail over does)
             yield Sleep(cfg.retry_backoff)
             continue
         except StoreError as e:
-            return Exit("store_lost", "store_lost", str(e))
+            return Exit("store_lost", "store_lost", str(e), last)
         t_rank = yield Now()
         yield Emit("rank_assigned", round=result.round, rank=result.rank,
                    world_size=result.world_size,
@@ -102,26 +109,30 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, 
         return result
 
 
-STORE_LOSS = ("store_lost", "store_timeout")
+STORE_LOSS = ("store_lost", "store_timeout", "no_quorum")   # what makes a member fail over
+FENCED_ROUNDS = 3          # rounds in a row without a majority before a member looks elsewhere
 
 
 def remembering(node: NodeInfo, last: RoundResult | None) -> NodeInfo:
-    """The node's descriptor carries the last round it was in (a failover's quorum counts it)."""
+    """The node's descriptor carries the last round it was assigned in (a failover's fence)."""
     return node if last is None else replace(node, last=last.round, last_n=last.nnodes)
 
 
-def fail_over(protocol: Protocol, node: NodeInfo, last: RoundResult | None, tried: int):
-    """The store is lost: move to the next successor the last round elected (its host starts
-    the store; the others connect). Returns how many successors are now used up (the epoch
-    within `last`), or None when there is none left to try, or the protocol does not fail over.
-    Every member of `last` walks the same list, so no two stores serve one epoch."""
-    if not protocol.fails_over or last is None:
+def fail_over(protocol: Protocol, node: NodeInfo, last: RoundResult | None, tried: int, home=None):
+    """The store is lost (or its rounds never reach a majority): move to the next store in the
+    cycle `last` elected, its successors and then `home` (the store it was assigned on: its
+    (addr, port)); a successor's host starts its store, the others connect. Returns the epoch
+    now in use (how many moves since `last`), or None when no store in the cycle answers or
+    the protocol does not fail over. Every member of `last` walks the same cycle, so no two
+    stores serve one epoch; the fence (hrw.has_quorum) keeps a wrong turn safe."""
+    if not protocol.fails_over or last is None or not last.successors:
         return None
+    cycle = list(last.successors) + ([("", *home)] if home is not None else [])
     timeout = protocol.cfg.failover_timeout
-    for k in range(tried + 1, len(last.successors) + 1):
-        name, addr, port = last.successors[k - 1]
+    for k in range(tried + 1, tried + 1 + len(cycle)):
+        name, addr, port = cycle[(k - 1) % len(cycle)]
         yield Emit("store_failover", round=last.round,
-                   detail={"epoch": k, "store": name, "serve": name == node.name})
+                   detail={"epoch": k, "store": name or f"{addr}:{port}", "serve": name == node.name})
         try:
             yield UseStore(addr, port, serve=name == node.name, timeout=timeout)
             return k
@@ -132,17 +143,21 @@ def fail_over(protocol: Protocol, node: NodeInfo, last: RoundResult | None, trie
 
 def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
     """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
-    restarts, last, tried = 0, None, 0
+    restarts, last, tried, home = 0, None, 0, None
     while True:
-        result = yield from rendezvous_with_retry(remembering(node, last), protocol, cfg, restarts)
+        result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, last)
         if isinstance(result, Exit):
+            if result.last is not last:
+                last, tried = result.last, 0
             if result.reason in STORE_LOSS:
-                k = yield from fail_over(protocol, node, last, tried)
+                k = yield from fail_over(protocol, node, last, tried, home)
                 if k is not None:
                     tried = k
                     continue
             return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
         last, tried = result, 0
+        if protocol.fails_over:
+            home = yield StoreAddress()
         yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
         t_start = yield Now()
         yield Emit("workers_started", round=result.round, rank=result.rank,
@@ -166,7 +181,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
-            k = yield from fail_over(protocol, node, last, tried)
+            k = yield from fail_over(protocol, node, last, tried, home)
             if k is not None:
                 tried = k
                 continue
@@ -188,7 +203,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
                 lost = isinstance(e, StoreError)
                 yield Emit("store_lost" if lost else "store_timeout", detail={"reason": str(e)})
                 if why != "agent_failed" and protocol.fails_over:
-                    k = yield from fail_over(protocol, node, last, tried)
+                    k = yield from fail_over(protocol, node, last, tried, home)
                     if k is not None:
                         tried = k
                         break

@@ -56,7 +56,13 @@ def _field(d: dict, key: str, kind, lo=None, hi=None, default=None):
 
 
 class RendezvousFailed(Error):
-    """This attempt at a round failed (a member vanished before confirming, the closer died)."""
+    """This attempt at a round failed (a member vanished before confirming, the closer died).
+    `assigned`: the assignment this node had got in it, if any (it was a member on paper);
+    `why`: the closer's word for it ("too_few_members", "no_quorum"), if it gave one."""
+
+    def __init__(self, *args, assigned=None, why: str = ""):
+        super().__init__(*args)
+        self.assigned, self.why = assigned, why
 
 
 @dataclass(frozen=True)

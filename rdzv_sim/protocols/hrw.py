@@ -7,6 +7,7 @@ Keys under P = rdzv/{run_id}/, R the round (see DESIGN.md):
   P/rR/ack        confirmations (add);        P/rR/ready  set by the last to confirm
   P/rR/waiting    late joiners (add);         P/rR/end    why the round ended
   P/order         the last published rank order (JSON names; rank_order=stable only)
+  P/members       the last round closed with ranks (JSON names; store_failover only: the fence)
 Every node does O(1) store operations a round; only the closer does O(N).
 """
 from __future__ import annotations
@@ -57,9 +58,11 @@ SUCCESSORS = 3          # failover candidates in every assignment
 
 
 def has_quorum(infos) -> bool:
-    """A store failover's fence: more than half of the latest round any joiner was in joined.
-    Two sides of a cut (the old store's, the successor's) cannot both have that majority, so at
-    most one of them forms the next round. Joiners remembering no round (new agents) do not count."""
+    """A store failover's fence, from the joiners' memory: more than half of the members of
+    the latest round any joiner was assigned in joined. Every round that closes with ranks holds
+    a majority of the one before, so two sides of a cut (the old store's, the successor's)
+    cannot both have one: at most one forms the next round. Joiners that remember no round (new
+    agents) do not count."""
     last = max((i.last for i in infos), default=-1)
     if last < 0:
         return True
@@ -100,11 +103,15 @@ class HrwProtocol(Protocol):
                     yield from self.end_round_at(rnd, "bad_assignment")
                     raise RendezvousFailed(f"round {rnd}: its assignment for slot {slot} is unreadable") from None
                 if result is not None:
-                    yield from self._confirm(result)
+                    try:
+                        yield from self._confirm(result)
+                    except RendezvousFailed as e:
+                        e.assigned = result
+                        raise
                     return result
                 if isinstance(assigned.get("failed"), str):
                     yield from self.end_round_at(rnd, assigned["failed"])
-                    raise RendezvousFailed(f"round {rnd}: {assigned['failed']}")
+                    raise RendezvousFailed(f"round {rnd}: {assigned['failed']}", why=assigned["failed"])
             # late: say so (members of a round that is not full restart for us), then wait for
             # this round to end and join the next one
             waiting = yield Add(self._k(rnd, "waiting"), 1)
@@ -240,7 +247,7 @@ class HrwProtocol(Protocol):
         names = [info.name for info in infos.values()]
         out = []
         failed = "too_few_members" if len(infos) < cfg.min_nodes else None
-        if failed is None and self.fails_over and not has_quorum(infos.values()):
+        if failed is None and self.fails_over and not (yield from self._quorate(rnd, infos.values())):
             failed = "no_quorum"
             yield Emit("no_quorum", round=rnd, detail={"members": len(infos)})
         if failed:
@@ -252,6 +259,8 @@ class HrwProtocol(Protocol):
             order = self.ranks(list(infos.values()), previous)
             if self.publishes_order:
                 out.append((self.prefix + "order", ranking.encode_order(order)))
+            if self.fails_over:                 # the next round's fence
+                out.append((self.prefix + "members", ranking.encode_order(sorted(names))))
             world = sum(info.nproc for info in infos.values())
             master = by_name[order[0]][1]
             dg, first = digest(names), 0
@@ -268,6 +277,19 @@ class HrwProtocol(Protocol):
             yield Emit("round_closed", round=rnd, world_size=world,
                        detail={"members": sorted(names), "count": count, "holes": count - len(order)})
         yield MultiSet(tuple(out))
+
+    def _quorate(self, rnd: int, infos):
+        """The fence: more than half of the members of the last round that closed with ranks
+        joined this one; by name where this store has that round (`P/members`: a restarted
+        host counts), else by what the joiners remember (a failover's fresh store)."""
+        key = self.prefix + "members"
+        if (yield Check((key,))):
+            try:
+                last = set(ranking.decode_order((yield Get(key)), 1 << 20))
+                return 2 * len(last & {i.name for i in infos}) > len(last)
+            except BadValue as e:
+                yield Emit("bad_value", round=rnd, detail={"key": "members", "reason": str(e)})
+        return has_quorum(infos)
 
     def _successors(self, infos):
         """Who hosts the store after a failover, in turn: the members in HRW order for the run's

@@ -284,6 +284,8 @@ class SimRuntime(FirstOfMixin):
         deadline = env.now + op.timeout
         while True:
             st = self.stores.get(op.addr)
+            if (st is None or not st.alive) and op.addr == self.store.host:
+                st = self.store                             # back to the job's own store
             if st is not None and st.alive and self.net.reachable(node.name, st.host):
                 break
             if env.now >= deadline:
@@ -294,7 +296,7 @@ class SimRuntime(FirstOfMixin):
             if ev is None:
                 ev = self.store_started[op.addr] = env.event()
             yield env.any_of([ev, env.timeout(deadline - env.now)])
-        node.store, node.conn_last = st, 0.0
+        node.store, node.conn_last = (None if st is self.store else st), 0.0
         yield env.timeout(2 * self.latency(node))           # the connection's handshake
         return None
 
@@ -367,7 +369,7 @@ class SimRuntime(FirstOfMixin):
         arrival = self.arrival(node)
         if type(op) is O.Set:                        # fire and forget: the client moves on
             ev = env.timeout(arrival - env.now)
-            ev.callbacks.append(lambda _ev: self._deliver_set(node, op, nbytes))
+            ev.callbacks.append(lambda _ev: self._deliver_set(node, op, nbytes, store))
             return None
         yield env.timeout(arrival - env.now)
         result, leaves = yield from self._serve(node, op, nbytes, deadline)
@@ -381,11 +383,16 @@ class SimRuntime(FirstOfMixin):
             yield env.timeout(self.latency(node))
         return result
 
-    def _deliver_set(self, node: SimNode, op, nbytes: int) -> None:
-        """A fire-and-forget set reaches the store: applied now, or (paused, cut off) when
-        the way clears, as TCP would deliver it; a dead store drops it."""
-        store = self.store_of(node)
+    def _deliver_set(self, node: SimNode, op, nbytes: int, store) -> None:
+        """A fire-and-forget set reaches the store it was sent to: applied now, or (paused,
+        cut off) when the way clears, as TCP would deliver it; a dead store drops it, and so
+        does one the node has left meanwhile (a failover) that cannot take it now."""
         if not store.alive:
+            return
+        if store is not self.store_of(node):
+            if not store.paused and self.net.reachable(node.name, store.host):
+                store.admit(self.env.now, nbytes)
+                store.apply(op)
             return
         if self.blocked(node):
             self.env.process(self._serve(node, op, nbytes))

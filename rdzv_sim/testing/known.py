@@ -46,10 +46,21 @@ def _majority_hit(sc, v) -> bool:
     return 2 * len(hit) >= sc.cluster.nodes
 
 
+def _store_lost(sc, v) -> bool:
+    """store_failover and a fault that loses the store (its host's crash, a store crash)."""
+    return getattr(sc.protocol, "store_failover", False) and any(
+        f.kind == "store_crash" or (f.kind == "crash" and f.node == sc.store.host) for f in sc.faults)
+
+
 _QUORUM = ("store_failover's fence: a round needs more than half of the members of the last "
            "round any joiner was in, and an agent that restarted remembers none, so a job that "
            "loses half its hosts at once never re-forms (it ends, and a requeue starts it afresh); "
            "rdzv_sim/protocols/hrw.py, has_quorum")
+
+_ORPHAN = ("store_failover: the successors come with a round's assignments, so a live host "
+           "that was not in the last round (a waiter, one whose agent restarted) does not know "
+           "where the store went; it fails over by an older round's list, or not at all, and "
+           "trains again only when pointed at the successor (rdzv_sim/protocols/agent.py, fail_over)")
 
 KNOWN: dict[str, list[Known]] = {
     "static": [
@@ -58,7 +69,7 @@ KNOWN: dict[str, list[Known]] = {
               "store (or died) is still a member; the others learn it in process-group init "
               "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"),
     ],
-    "hrw": [Known("liveness", _QUORUM, _majority_hit)],
+    "hrw": [Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost)],
     "c10d": [
         Known("every_member_accounted",
               "a dead participant stays in a complete round until its keep-alive expires "

@@ -17,6 +17,7 @@ import json
 import multiprocessing as mp
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -261,6 +262,44 @@ class EtcdDemo(Demo):
         super().close()
         if getattr(self, "etcd", None) is not None:
             self.etcd.stop()
+
+class FailoverDemo(Demo):
+    """The store in agent A's process, as torchrun's c10d endpoint is (`is_host`), and
+    `--rdzv-conf store_failover=true`: `kill_store` kills A, store and all; B and C elect a
+    successor among themselves and train on."""
+
+    def __init__(self, backend: str, workdir, **kw):
+        kw["conf"] = kw.get("conf", CONF) + ",store_failover=true"
+        super().__init__(backend, workdir, **kw)
+
+    def start_store(self) -> None:
+        from ..launcher import free_port
+        self.port = free_port(ADDRS[0])           # A listens there once it starts
+
+    def endpoint(self, name: str) -> str:
+        return f"{ADDRS[0]}:{self.port}"
+
+    def start_agent(self, name: str, addr: str | None) -> float:
+        conf = self.conf
+        if name == "A":
+            self.conf = conf.replace("is_host=false", "is_host=true")
+        try:
+            t = super().start_agent(name, addr)
+        finally:
+            self.conf = conf
+        if name == "A":                           # the others connect once it listens
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                try:
+                    socket.create_connection((ADDRS[0], self.port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        return t
+
+    def kill_store(self) -> None:
+        self.kill("A")
+
 
 def segments(steps: list[dict]) -> list[dict]:
     """Rank 0's run of steps per worker generation: world size, first step, resumed-from step."""

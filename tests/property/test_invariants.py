@@ -54,3 +54,19 @@ def test_hrw_on_a_replicated_store(sc):
                  faults=lambda n: fault_schedules(n, kinds=REPLICA_FAULTS)))
 def test_c10d_on_a_replicated_store(sc):
     check_run(sc)
+
+
+def store_on_a_host(n):
+    """A TCPStore on one of the job's hosts (it dies with it), as torchrun's endpoint is."""
+    return st.fixed_dictionaries({"host": st.integers(0, n - 1), "op_timeout": st.integers(5, 30)})
+
+
+@settings(max_examples=40)
+@given(scenarios(protocol="hrw", store=store_on_a_host,
+                 settings={"store_failover": st.just(True), "failover_timeout": st.sampled_from([2.0, 10.0])},
+                 faults=lambda n: fault_schedules(n, kinds=(*FAULT_KINDS, "store_crash"))))
+def test_hrw_store_failover(sc):
+    """The store's host crashes, is paused or cut off with the members: every member that
+    fails over picks the same successor in each epoch, one round's members agree (no round
+    on both sides of a cut), and the job converges unless it lost half its hosts."""
+    check_run(sc)

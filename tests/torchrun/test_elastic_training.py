@@ -199,3 +199,29 @@ def test_an_agent_leaving_by_an_error_closes_c10d_for_everyone_but_not_hrw(backe
             assert not any(x["world"] == 3 and x["t"] > t + 30 for x in _steps(d.log))
     finally:
         d.close()
+
+
+def test_hrw_store_failover_survives_the_store_hosts_sigkill(tmp_path):
+    """The store in agent A's process (is_host) with store_failover=true: A is SIGKILLed,
+    store and all; B and C elect one successor by HRW, train on at world 2 from a
+    checkpoint, and exit 0."""
+    from real_backend.tools.elastic_demo import FailoverDemo, _steps
+    from rdzv_sim.testing.invariants import one_store_per_epoch
+    d = FailoverDemo("hrw", tmp_path, timeout=90)
+    try:
+        d.start_job()
+        t = time.time()
+        d.kill_store()
+        d.until("world 2", lambda s: sum(x["world"] == 2 and x["rank"] == 0 and x["t"] > t for x in s) >= 5)
+        assert d.finish("BC", timeout=90) == {"B": 0, "C": 0}, d.tails()
+        after = [x for x in _steps(d.log) if x["t"] > t and x["rank"] == 0]
+        assert min(x["resumed_from"] for x in after) > 0           # from a checkpoint, not scratch
+        import pandas as pd
+        import json as _json
+        rows = [_json.loads(line) for n in "BC" for line in (tmp_path / f"trace-{n}.jsonl").read_text().splitlines()]
+        ev = pd.DataFrame(rows).assign(detail=lambda f: f["detail"].map(_json.dumps))
+        moved = ev[ev.event == "store_failover"]
+        assert len(moved) == 2 and moved.node.nunique() == 2, moved     # each moved once
+        assert one_store_per_epoch(ev) == []
+    finally:
+        d.close()
