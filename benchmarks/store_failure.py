@@ -137,8 +137,9 @@ def main():
                                          ("c10d", "etcd"), ("hrw", "etcd"), ("hrw", "failover"))]
     sims += [simulated("hrw", s, 2048) for s in ("tcpstore", "etcd", "failover")]
     import torch
+    merged = f" (the {a.only} row; the other real rows from the run of {old['date']})" if a.only else ""
     out = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
-           "date": time.strftime("%Y-%m-%d %H:%M"), "python": platform.python_version(),
+           "date": time.strftime("%Y-%m-%d %H:%M") + merged, "python": platform.python_version(),
            "torch": torch.__version__, "repeats": a.repeats, "rows": rows, "simulated": sims}
     (ROOT / "reports" / "store_failure.json").write_text(json.dumps(out, indent=1) + "\n")
     L = ["# The store's host dies during training", "",
@@ -178,7 +179,8 @@ def main():
           "round after the last forms there; it needs a majority of the last round's members "
           "(the fence that keeps a cut-off store's side from forming a round too). A new agent "
           "pointed at the old endpoint does not find the successor: grow the job back by "
-          "pointing newcomers at it (docs/stores.md)."]
+          "pointing newcomers at it (docs/stores.md). "
+          "At 2,048 hosts failover and etcd re-form at the same time: the survivors do not stop training for a lost store (torchrun's workers do not use it), so they notice host 0's death when NCCL's collective times out (600 s), then rendezvous on the successor's store in its 30 s last call and start workers (60 s); where host 0's processes are killed rather than vanish (the real runs above), the peers notice at once."]
     (ROOT / "reports" / "store_failure.md").write_text("\n".join(L) + "\n")
     print("\n".join(L))
 

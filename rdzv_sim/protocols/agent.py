@@ -166,8 +166,18 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             yield from protocol.clean_up(result)
         except (StoreTimeout, StoreError):
             pass                                # best effort: the next round's rank 0 tries again
-        reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
-                                               local=FAILURES + (TERMINATED, AGENT_FAILED))
+        while True:
+            reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
+                                                   local=FAILURES + (TERMINATED, AGENT_FAILED))
+            if not isinstance(value, StoreError) or not protocol.fails_over:
+                break
+            # the store is lost under a running round: move to the successor's and train on
+            # (torchrun's workers do not need it); the next rendezvous is there
+            yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
+            k = yield from fail_over(protocol, node, last, tried, home)
+            if k is None:
+                break
+            tried = k
         if reason in (TERMINATED, AGENT_FAILED):   # stop the workers, leave the round, exit
             yield StopWorkers(reason)
             yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
@@ -180,11 +190,8 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             return (yield from _exit(TERMINATED))
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
-            yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
-            k = yield from fail_over(protocol, node, last, tried, home)
-            if k is not None:
-                tried = k
-                continue
+            if not protocol.fails_over:
+                yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
             return (yield from _shut_down(protocol, node, "store_lost"))
         if reason == "nodes_waiting":           # restart at the next monitor tick (a safe point)
             now = yield Now()

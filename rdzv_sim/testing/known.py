@@ -36,14 +36,15 @@ _REUSED = ("the round number grows only when a complete round empties "
            f"memberships share one round number ({TORCH})")
 
 def _majority_hit(sc, v) -> bool:
-    """store_failover with half the hosts or more hit by faults (crashed, paused, cut off)."""
+    """store_failover with faults (crashes, pauses, cuts) on as many hosts as half a round's
+    seats: they may take half of one round's members."""
     if not getattr(sc.protocol, "store_failover", False):
         return False
     hit = set()
     for f in sc.faults:
         node = getattr(f, "node", None)
         hit |= {node} if isinstance(node, int) else set(getattr(f, "nodes", None) or ())
-    return 2 * len(hit) >= sc.cluster.nodes
+    return 2 * len(hit) >= min(sc.max_nodes, sc.cluster.nodes)
 
 
 def _store_lost(sc, v) -> bool:
@@ -53,8 +54,8 @@ def _store_lost(sc, v) -> bool:
 
 
 _QUORUM = ("store_failover's fence: a round needs more than half of the members of the last "
-           "round any joiner was in, and an agent that restarted remembers none, so a job that "
-           "loses half its hosts at once never re-forms (it ends, and a requeue starts it afresh); "
+           "round that closed with ranks (by name where the store has it), so a job that loses half "
+           "of a round's members for good never re-forms (it ends, and a requeue starts it afresh); "
            "rdzv_sim/protocols/hrw.py, has_quorum")
 
 _ORPHAN = ("store_failover: the successors come with a round's assignments, so a live host "
