@@ -72,6 +72,7 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, 
     rounds and store timeouts up to `max_rendezvous_attempts`; else an `Exit`. `last`: the
     last round this node was assigned in (its descriptor says so; a store failover's fence)."""
     attempts = fenced = 0
+    fenced_since = None
     while True:
         t_join = yield Now()
         yield Emit("rendezvous_start", detail={"restarts": restarts})
@@ -81,11 +82,16 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, 
             attempts += 1
             last = e.assigned or last
             fenced = fenced + 1 if e.why == "no_quorum" else 0
+            if fenced == 1:
+                fenced_since = t_join
             yield Emit("rendezvous_failed", detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
                 return Exit("too_many_failed_rounds", last=last)
-            if fenced >= FENCED_ROUNDS and protocol.fails_over and last is not None:
+            if (fenced >= FENCED_ROUNDS and protocol.fails_over and last is not None
+                    and (yield Now()) - fenced_since >= protocol.cfg.failover_timeout):
                 return Exit("no_quorum", last=last)    # the majority is elsewhere: look for it
+            if fenced:
+                yield Sleep(cfg.retry_backoff)         # wait for the majority, do not spin
             continue
         except RendezvousClosed as e:
             return Exit("rendezvous_closed", "rendezvous_closed", str(e), last)
@@ -110,7 +116,8 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, 
 
 
 STORE_LOSS = ("store_lost", "store_timeout", "no_quorum")   # what makes a member fail over
-FENCED_ROUNDS = 3          # rounds in a row without a majority before a member looks elsewhere
+FENCED_ROUNDS = 3          # rounds in a row without a majority (over failover_timeout at least)
+                           # before a member looks elsewhere
 
 
 def remembering(node: NodeInfo, last: RoundResult | None) -> NodeInfo:

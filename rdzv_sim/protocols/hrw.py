@@ -85,6 +85,8 @@ class HrwProtocol(Protocol):
             # a failover's fresh store goes on from the round after the members' last one
             first = node.last + 1 if self.fails_over and node.last >= 0 else 0
             rnd = int((yield CompareSet(self.prefix + "round", "", str(first))))
+            while rnd < first:                  # a store left behind (a failover's earlier one)
+                rnd = int((yield CompareSet(self.prefix + "round", str(rnd), str(first))))
             slot = yield Add(self._k(rnd, "seq"), 1)
             yield Set(self._k(rnd, f"n{slot}"), node.encode())
             yield Emit("join", round=rnd, detail={"slot": slot})
