@@ -36,7 +36,7 @@ from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
 from pydantic import ValidationError
 
 from rdzv_sim import ops as O
-from rdzv_sim.protocols.agent import (STORE_LOSS, AgentConfig, Exit, fail_over, rendezvous_with_retry,
+from rdzv_sim.protocols.agent import (STORE_LOSS, AgentConfig, Exit, Memory, rendezvous_with_retry,
                                       watch_round)
 from rdzv_sim.protocols.base import NodeInfo
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
@@ -152,9 +152,7 @@ class HrwRendezvousHandler(RendezvousHandler):
         self._server = None if self.etcd else self._host_store(params.get_as_bool("is_host"))
         self._client = None                      # the agent's store connection (RendezvousInfo.store)
         self._last = None                        # the RoundResult of the round we are in
-        self._memory = None                      # of the last round we were assigned in
-        self._tried = 0                          # its successors used up (store_failover)
-        self._home = None                        # the store it was assigned on (host, port)
+        self._memory = Memory()                  # the last assignment, for store_failover
         self._waiting = 0
         self._watcher: tuple[threading.Thread, RealRuntime] | None = None
         self._watch_rt: RealRuntime | None = None
@@ -216,10 +214,9 @@ class HrwRendezvousHandler(RendezvousHandler):
     def _fail_over(self, node: NodeInfo, why: str) -> bool:
         """The store is lost: go to the next successor the last round elected (store_failover);
         False when there is none to go to. Every connection follows."""
-        k = self.rt.drive(fail_over(self.protocol, node, self._memory, self._tried, self._home))
-        if k is None:
+        if not self.rt.drive(self._memory.move(self.protocol, node)):
             return False
-        self._tried, self._client = k, None
+        self._client = None
         self.host, self.port = self.rt.host, self.rt.port
         if self._watch_rt is not None:
             self._watch_rt.close()
@@ -245,11 +242,10 @@ class HrwRendezvousHandler(RendezvousHandler):
                  self.name, self.run_id)
         while True:
             result = self._drive(rendezvous_with_retry(node, self.protocol, self.agent_cfg,
-                                                       last=self._memory))
+                                                       last=self._memory.last))
             if not isinstance(result, Exit):
                 break
-            if result.last is not self._memory:
-                self._memory, self._tried = result.last, 0
+            self._memory.assigned(result.last)
             if result.reason not in STORE_LOSS or not self._fail_over(node, result.why or result.reason):
                 break
         if isinstance(result, Exit):
@@ -262,8 +258,7 @@ class HrwRendezvousHandler(RendezvousHandler):
                 raise RendezvousConnectionError(f"hrw rendezvous lost the store: {result.why}")
             raise RendezvousTimeoutError(f"hrw rendezvous gave up: {result.reason} {result.why}".strip())
         self._last, self._waiting = result, 0
-        if result is not self._memory:
-            self._memory, self._tried, self._home = result, 0, (self.rt.host, self.rt.port)
+        self._memory.assigned(result, (self.rt.host, self.rt.port))
         log.info("The node '%s' has joined round %d of the hrw rendezvous '%s' as rank %d in a "
                  "world of size %d (%d workers; rank 0 at %s:%d).", self.name, result.round,
                  self.run_id, result.rank, result.nnodes, result.world_size, result.master,

@@ -148,23 +148,38 @@ def fail_over(protocol: Protocol, node: NodeInfo, last: RoundResult | None, trie
     return None
 
 
+@dataclass
+class Memory:
+    """What an agent keeps for a store failover: the last round it was assigned in, the store
+    it was assigned on (`home`), and how many stores of that round's cycle it has tried."""
+    last: RoundResult | None = None
+    home: tuple | None = None
+    tried: int = 0
+
+    def assigned(self, result: RoundResult | None, home: tuple | None = None) -> None:
+        if result is not None and result is not self.last:
+            self.last, self.tried = result, 0
+            self.home = home or self.home
+
+    def move(self, protocol: Protocol, node: NodeInfo):
+        """Fail over to the next store of the cycle (`fail_over`); whether one answered."""
+        k = yield from fail_over(protocol, node, self.last, self.tried, self.home)
+        if k is not None:
+            self.tried = k
+        return k is not None
+
+
 def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
     """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
-    restarts, last, tried, home = 0, None, 0, None
+    restarts, memory = 0, Memory()
     while True:
-        result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, last)
+        result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, memory.last)
         if isinstance(result, Exit):
-            if result.last is not last:
-                last, tried = result.last, 0
-            if result.reason in STORE_LOSS:
-                k = yield from fail_over(protocol, node, last, tried, home)
-                if k is not None:
-                    tried = k
-                    continue
+            memory.assigned(result.last)
+            if result.reason in STORE_LOSS and (yield from memory.move(protocol, node)):
+                continue
             return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
-        last, tried = result, 0
-        if protocol.fails_over:
-            home = yield StoreAddress()
+        memory.assigned(result, (yield StoreAddress()) if protocol.fails_over else None)
         yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
         t_start = yield Now()
         yield Emit("workers_started", round=result.round, rank=result.rank,
@@ -181,10 +196,8 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             # the store is lost under a running round: move to the successor's and train on
             # (torchrun's workers do not need it); the next rendezvous is there
             yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
-            k = yield from fail_over(protocol, node, last, tried, home)
-            if k is None:
+            if not (yield from memory.move(protocol, node)):
                 break
-            tried = k
         if reason in (TERMINATED, AGENT_FAILED):   # stop the workers, leave the round, exit
             yield StopWorkers(reason)
             yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
@@ -216,11 +229,8 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
             except (StoreError, StoreTimeout) as e:
                 lost = isinstance(e, StoreError)
                 yield Emit("store_lost" if lost else "store_timeout", detail={"reason": str(e)})
-                if why != "agent_failed" and protocol.fails_over:
-                    k = yield from fail_over(protocol, node, last, tried, home)
-                    if k is not None:
-                        tried = k
-                        break
+                if why != "agent_failed" and protocol.fails_over and (yield from memory.move(protocol, node)):
+                    break
                 if lost:
                     return (yield from _shut_down(protocol, node, "store_lost"))
                 yield Sleep(cfg.retry_backoff)
