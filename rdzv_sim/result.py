@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-TABLES = ("events", "rounds", "summary", "store_load", "interruptions")
-OPTIONAL = ("store_load", "interruptions")
+TABLES = ("events", "rounds", "summary", "store_load", "interruptions", "quorums")
+OPTIONAL = ("store_load", "interruptions", "quorums")
 
 
 @dataclass
@@ -19,6 +19,7 @@ class RunResult:
     store_load: pd.DataFrame | None = None      # store ops/bytes per time bin
     wall_s: float = 0.0
     interruptions: pd.DataFrame | None = None   # with a training model: where the time went
+    quorums: pd.DataFrame | None = None         # per-step protocols: one row per quorum
 
     def tables(self) -> dict[str, pd.DataFrame | None]:
         """Every table by name (what reports, comparisons and checkers read)."""
@@ -59,18 +60,24 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
                                      sc.shards.ring_vnodes, ranked=ranked)).join(rank_changes(rounds, ranked))
+    from .protocols.registry import get
     from .training import evaluate, round_spans
     spans = round_spans(events, sc.duration)          # once: the summary and training read it
     training = None
-    if sc.training is not None:
-        training = evaluate(events, rounds, sc, spans)
+    # a protocol whose job trains otherwise (per-step quorum) brings its own model, and
+    # reports with it even without a training section
+    model = getattr(get(sc.protocol.name).cls, "training", None)
+    if sc.training is not None or model is not None:
+        training = (model or evaluate)(events, rounds, sc, spans)
         rounds = rounds.join(training.per_round(rounds))
     rounds = stamp(rounds, sc.name, sc.seed)
     summary = summary_table(events, rounds, stats, sc.name, sc.seed,
                             training.summary if training is not None else None, spans)
     store_load = None if load is None else store_load_table(load, load_bin, sc.name, sc.seed)
     interruptions = None if training is None else stamp(training.interruptions, sc.name, sc.seed)
-    return RunResult(sc, events, rounds, summary, store_load, stats.wall_s, interruptions)
+    quorums = getattr(training, "quorums", None)
+    quorums = None if quorums is None else stamp(quorums, sc.name, sc.seed)
+    return RunResult(sc, events, rounds, summary, store_load, stats.wall_s, interruptions, quorums)
 
 
 def load_tables(directory: str | Path) -> dict[str, pd.DataFrame]:

@@ -73,6 +73,8 @@ def has_quorum(infos) -> bool:
 class HrwProtocol(Protocol):
     name = "hrw"
     deterministic = True
+    first_round = 0          # rounds are first_round, + round_step, ...: a replica group of the
+    round_step = 1           # `quorum` protocol numbers its rounds apart from the other groups'
 
     def _k(self, rnd: int, name: str) -> str:
         return f"{self.prefix}r{rnd}/{name}"
@@ -83,7 +85,7 @@ class HrwProtocol(Protocol):
         deadline = (yield Now()) + cfg.join_timeout
         while True:
             # a failover's fresh store goes on from the round after the members' last one
-            first = node.last + 1 if self.fails_over and node.last >= 0 else 0
+            first = node.last + 1 if self.fails_over and node.last >= 0 else self.first_round
             rnd = int((yield CompareSet(self.prefix + "round", "", str(first))))
             while rnd < first:                  # a store left behind (a failover's earlier one)
                 rnd = int((yield CompareSet(self.prefix + "round", str(rnd), str(first))))
@@ -390,7 +392,7 @@ class HrwProtocol(Protocol):
         """Rank 0 deletes round r-2's keys once round r runs: nobody reads them (r-2 ended
         before r-1 began; a node that wakes up watching one times out, probes and rejoins).
         TCPStore has no prefix delete: about 2N deletes, by one node, while its workers run."""
-        r = result.round - 2
+        r = result.round - 2 * self.round_step
         if result.rank != 0 or r < 0:
             return
         closed = self._k(r, "closed")
@@ -415,5 +417,5 @@ class HrwProtocol(Protocol):
 
     def end_round_at(self, rnd: int, reason: str):
         """Bump first, then say why: whoever sees `end` finds the round already moved on."""
-        yield CompareSet(self.prefix + "round", str(rnd), str(rnd + 1))
+        yield CompareSet(self.prefix + "round", str(rnd), str(rnd + self.round_step))
         yield Set(self._k(rnd, "end"), reason)

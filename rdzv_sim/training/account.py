@@ -32,6 +32,7 @@ class TrainingResult:
     interruptions: pd.DataFrame           # one row per time training stopped before the end
     summary: dict = field(default_factory=dict)
     duration: float = 1.0
+    quorums: pd.DataFrame | None = None   # a per-step protocol's quorums (training/quorum.py)
 
     def per_round(self, rounds: pd.DataFrame) -> pd.DataFrame:
         """Columns for the rounds table: when each round trained, on how many hosts, and its

@@ -1,0 +1,256 @@
+"""torchft's Lighthouse: which replica groups form each step's quorum, and when.
+
+`QuorumRules.decide` is the Lighthouse's rule (torchft `quorum_compute`, read from its
+source): a *fast* quorum whenever every member of the last quorum asks again (newcomers that
+asked ride along); otherwise at least `min_replicas` participants, more than half of the
+groups still heartbeating, and either every heartbeating group asked or `join_timeout` passed
+since the first asked. A group heartbeats while it lives and for `heartbeat_timeout` after.
+
+`Lighthouse.replay(lives)` drives those rules over the groups' lives (when each group's
+workers ran), event by event, never step by step: between two changes every step's quorum
+is the same fast quorum, so only changes are computed. Members ask at step boundaries; a
+member that dies fails the step in flight (its survivors learn it after the detection
+delay); a group that joins heals from a live peer (state transfer) before it contributes,
+and the others wait for it; a quorum that forms when no live group holds the state restarts
+from the last checkpoint. Its output is the segments of the job's time (what each part of
+the capacity did) and one record per quorum.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class QuorumRules:
+    min_replicas: int = 1
+    join_timeout: float = 60.0
+    heartbeat_timeout: float = 5.0
+    tick: float = 0.1
+
+    def decide(self, now: float, asked: dict, beating: set, prev: frozenset | None):
+        """The quorum at `now` (a frozenset of groups) or None. `asked`: group -> time it
+        asked; `beating`: the groups whose heartbeat is fresh; `prev`: the last quorum."""
+        healthy = {g: t for g, t in asked.items() if g in beating}
+        if prev and all(g in healthy for g in prev):
+            return frozenset(healthy)                          # fast quorum
+        if len(healthy) < self.min_replicas or len(healthy) <= len(beating) // 2:
+            return None
+        if len(healthy) < len(beating) and now < min(healthy.values()) + self.join_timeout:
+            return None                                        # wait for the stragglers
+        return frozenset(healthy)
+
+    def on_tick(self, t: float) -> float:
+        """The first Lighthouse tick at or after t (it looks again every `tick` seconds)."""
+        return math.ceil(t / self.tick - 1e-9) * self.tick
+
+
+@dataclass(frozen=True)
+class Costs:
+    step_time: float = 5.0          # seconds of one step's compute
+    quorum_cost: float = 0.01       # seconds each step spends asking for its quorum
+    reconfigure: float = 1.0        # seconds to configure a new quorum's collectives
+    heal: float = 0.0               # seconds a joining group fetches its state
+    detection: float = 0.0          # seconds until a dead member fails the survivors' step
+    load: float = 0.0               # seconds to load a checkpoint (a restart without live state)
+
+    @property
+    def step(self) -> float:
+        return self.step_time + self.quorum_cost
+
+
+@dataclass(frozen=True)
+class Segment:
+    t0: float
+    t1: float
+    kind: str                  # train, failure (a lost step and the wait), heal, load, idle
+    groups: frozenset          # the groups engaged in it (training, stalled, healing, loading)
+    span: int                  # which restart from a checkpoint it belongs to
+
+
+@dataclass(frozen=True)
+class QuorumRecord:
+    quorum: int
+    t: float
+    groups: frozenset
+    joined: frozenset          # heal from a live peer before they contribute
+    left: frozenset
+    restart: bool              # no live group held the state: every member loads a checkpoint
+    cause: str                 # start, join, failure, restart
+    failed_at: float | None    # when the first member died since the quorum before
+
+
+@dataclass
+class Lighthouse:
+    rules: QuorumRules
+    costs: Costs
+    duration: float
+    segments: list = field(default_factory=list)
+    quorums: list = field(default_factory=list)
+
+    def replay(self, lives):
+        """lives: (group, beat, up, down) for every life of every group: its Manager
+        heartbeats from `beat`, asks to join at `up` (its first step) and dies at `down`
+        (inf: it lasted)."""
+        ev = sorted([(d, 0, g) for g, b, u, d in lives if d < self.duration]
+                    + [(u, 2, g) for g, b, u, d in lives if u < self.duration]
+                    + [(b, 1, g) for g, b, u, d in lives if b < min(u, self.duration)])
+        self.beats: dict[int, float] = {}       # group -> heartbeating, not yet asking (since)
+        self.live: dict[int, float] = {}        # group -> when it came up (it asks then)
+        self.dead: dict[int, float] = {}        # group -> when its heartbeat goes stale
+        self.holders: set = set()               # live groups holding the trained state
+        self.members: frozenset = frozenset()
+        self.prev: frozenset | None = None
+        self.phase, self.since, self.resume = "idle", 0.0, 0.0
+        self.origin = 0.0                       # step boundaries: origin + k * step
+        self.span = -1
+        self.failed_at = None                   # a member died: the time its step failed
+        self.joining: frozenset = frozenset()   # members healing: they contribute once healed
+        self.broken_at = None                   # the first member's death since the last quorum
+        for t, kind, g in ev:
+            self._until(t)
+            if kind == 0:
+                self._down(g, t)
+            elif kind == 1:
+                self.beats[g] = t
+                self.dead.pop(g, None)
+            else:
+                self._up(g, t)
+        self._until(self.duration)
+        self._cut(self.duration)
+        return self
+
+    # --- the job's time, cut into segments ------------------------------------------
+    def _cut(self, t: float, kind: str | None = None) -> None:
+        """Close the current phase's segment at t (a stall, training or idling)."""
+        t = min(t, self.duration)
+        if t > self.since:
+            k = kind or self.phase
+            groups = self.members if k != "idle" else frozenset(self.live)
+            self.segments.append(Segment(self.since, t, k, groups, self.span))
+        self.since = max(self.since, t)
+
+    def _boundary(self, t: float) -> float:
+        """The first step boundary of the training quorum at or after t."""
+        step = self.costs.step
+        return self.origin + math.ceil((t - self.origin) / step - 1e-9) * step
+
+    def _until(self, t: float) -> None:
+        """Everything that happens before the next group event at t."""
+        while True:
+            nxt = self._next(t)
+            if nxt is None:
+                return
+            self._act(nxt)
+
+    def _next(self, t: float):
+        """The next internal change before t: (time, what) or None."""
+        if self.phase in ("heal", "load", "reconf") and self.resume <= t:
+            return (self.resume, "resume")
+        if self.phase == "train" and any(g not in self.members for g in self.live):
+            # newcomers asked; the members ask again at their next step boundary: a fast quorum
+            b = max(self._boundary(min(u for g, u in self.live.items() if g not in self.members)),
+                    self.since)
+            return (b, "join") if b <= t else None
+        if self.phase in ("idle", "failure"):
+            when = self._formation(t)
+            if when is not None:
+                return (when, "form")
+        return None
+
+    def _beating(self, t: float) -> set:
+        return set(self.live) | set(self.beats) | {g for g, until in self.dead.items() if until > t}
+
+    def _asked(self, c: float) -> dict:
+        """The groups asking at c and since when (after a death, the survivors ask once
+        their step failed)."""
+        since = self.failed_at if self.phase == "failure" else 0.0
+        return {g: max(u, since) for g, u in self.live.items() if u <= c}
+
+    def _formation(self, t: float):
+        """When, before t, the Lighthouse forms a quorum (None: not before t). Its answer can
+        change only when a group comes up, a heartbeat goes stale or a join timeout ends."""
+        since = max(self.since, self.failed_at if self.phase == "failure" else 0.0)
+        points = {since, *self.live.values(), *self.dead.values(), *self.beats.values()}
+        if self.live:
+            points.add(min(self._asked(INF).values()) + self.rules.join_timeout)
+        for c in sorted({self.rules.on_tick(max(p, since)) for p in points}):
+            if c >= t:
+                return None
+            if self.rules.decide(c, self._asked(c), self._beating(c), self.prev) is not None:
+                return c
+        return None
+
+    # --- changes -------------------------------------------------------------------------
+    def _act(self, nxt) -> None:
+        when, what = nxt
+        if what == "resume":
+            self._cut(when)
+            self.phase, self.origin = "train", when
+            if self.joining:
+                self.holders |= self.joining
+                self.joining = frozenset()
+            return
+        if what == "join":
+            self._cut(when)
+            new = frozenset(g for g, u in self.live.items() if g not in self.members and u <= when)
+            self._form(when, self.members | new, "join")
+            return
+        self._cut(when)
+        groups = self.rules.decide(when, self._asked(when), self._beating(when), self.prev)
+        cause = "start" if not self.quorums else ("failure" if self.phase == "failure" else "restart")
+        self._form(when, groups, cause)
+
+    def _form(self, t: float, groups: frozenset, cause: str) -> None:
+        restart = not (self.holders & groups)
+        joined = groups - self.holders if not restart else frozenset()
+        left = (self.prev or frozenset()) - groups
+        self.quorums.append(QuorumRecord(len(self.quorums) + 1, t, groups, joined, left, restart,
+                                         "restart" if restart and self.quorums else cause,
+                                         self.broken_at))
+        self.broken_at = None
+        self.prev = self.members = groups
+        self.failed_at = None
+        c = self.costs
+        if restart:
+            self.span += 1
+            self.holders = set(groups)
+            self.joining = frozenset()
+            first = len(self.quorums) == 1 or not any(s.kind == "train" for s in self.segments)
+            # the job's first quorum syncs every group but one from it (torchft's init_sync)
+            stall = c.reconfigure + ((c.heal if len(groups) > 1 else 0.0) if first else c.load)
+            self.phase = "heal" if first else "load"
+        else:
+            self.joining = joined
+            stall = c.reconfigure + (c.heal if joined else 0.0)
+            self.phase = "heal" if joined else "reconf"
+        self.since, self.resume = t, t + stall
+        if stall <= 0:
+            self._act((t, "resume"))
+
+    def _down(self, g: int, t: float) -> None:
+        self.live.pop(g, None)
+        self.beats.pop(g, None)
+        self.holders.discard(g)
+        self.dead[g] = t + self.rules.heartbeat_timeout
+        if g not in self.members:
+            return
+        if self.phase == "train":
+            # the step in flight fails: its work since the last boundary is lost
+            step = self.costs.step
+            self._cut(max(self.since, self.origin + math.floor((t - self.origin) / step) * step))
+        else:
+            self._cut(t)
+        self.phase = "failure"
+        self.broken_at = t if self.broken_at is None else self.broken_at
+        self.members = frozenset(m for m in self.members if m != g)
+        self.failed_at = t + self.costs.detection if self.failed_at is None else self.failed_at
+        if self.joining:
+            self.joining = frozenset(m for m in self.joining if m != g)
+
+    def _up(self, g: int, t: float) -> None:
+        self.live[g] = t
+        self.beats.pop(g, None)
+        self.dead.pop(g, None)

@@ -1,0 +1,145 @@
+"""The hosts of a replica group meet by `hrw`, one run per group; the groups meet every step.
+
+torchft's shape: every replica group (a data-parallel replica: the hosts of one HSDP shard
+group) is a small job of its own, with its own rendezvous, that fails and restarts as one;
+across groups, a Lighthouse forms a quorum of the live groups at every step, so a group that
+dies drops out at the next step boundary and the others train on without a restart.
+
+Here group g is the hosts with cluster index in [g * group_size, (g + 1) * group_size); a hot
+spare belongs to one group, round-robin. Group g runs `hrw` under `<run_id>/g<g>` with
+min = max = group_size, its rounds numbered g, g + G, g + 2G, ... (G groups), so a round
+number names its group (`group_of_round`) and every round of the job has its own. The
+quorum itself is not store traffic: torchft's Lighthouse is a service of its own, and its
+per-step RPC is a per-step cost (`quorum_cost`); its decisions are `lighthouse.py`, replayed
+over the groups' lives (`rdzv_sim/training/quorum.py`).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+
+from ..base import NodeInfo, Protocol, RoundResult, Watch
+from ..hrw import HrwProtocol, HrwSettings
+
+
+class QuorumSettings(HrwSettings):
+    """Settings of the `quorum` protocol (torchft's Lighthouse and Manager; seconds, bytes).
+    The hrw settings apply inside each replica group."""
+    name: Literal["quorum"] = "quorum"
+    group_size: PositiveInt = Field(1, description="hosts per replica group: they fail and restart together")
+    min_replicas: PositiveInt = Field(1, description="fewest groups a step commits with (torchft's min_replicas)")
+    quorum_join_timeout: NonNegativeFloat = Field(60.0, description="the Lighthouse waits this long for heartbeating "
+                                                  "groups that have not asked to join (torchft's join_timeout_ms)")
+    heartbeat_timeout: PositiveFloat = Field(5.0, description="a group whose heartbeat is this old is dead to the Lighthouse")
+    quorum_tick: PositiveFloat = Field(0.1, description="how often the Lighthouse looks again while it waits")
+    step_time: PositiveFloat = Field(5.0, description="seconds of one training step")
+    quorum_cost: NonNegativeFloat = Field(0.01, description="seconds every step spends on its quorum call")
+    reconfigure_time: NonNegativeFloat = Field(1.0, description="seconds to configure the collectives of a new quorum")
+    state_bytes: NonNegativeFloat = Field(0.0, description="one replica's training state, which a recovering group "
+                                          "fetches from a live peer, spread evenly over its hosts")
+    heal_bandwidth: PositiveFloat = Field(25e9, description="bytes/s each host of a healing group fetches at")
+    failure_detection: PositiveFloat | None = Field(None, description="seconds until the survivors' step fails when a "
+                                                    "group dies (None: agent.peer_crash_detection, else "
+                                                    "agent.collective_timeout)")
+
+    @property
+    def heal_time(self) -> float:
+        """Seconds a recovering group spends fetching its state from a live peer."""
+        return self.state_bytes / self.group_size / self.heal_bandwidth
+
+    def resolved(self, nodes: int) -> "QuorumSettings":
+        return self.model_copy(update={"min_nodes": self.min_nodes or nodes,
+                                       "max_nodes": self.max_nodes or nodes})
+
+    def problems(self, sc) -> list[tuple[tuple, str]]:
+        out = []
+        n, g = sc.cluster.nodes, self.group_size
+        if n % g:
+            out.append((("protocol", "group_size"), f"{g} does not divide cluster.nodes ({n}): every host "
+                        "belongs to one replica group"))
+        elif self.min_replicas > n // g:
+            out.append((("protocol", "min_replicas"), f"{self.min_replicas} is more than the {n // g} replica groups"))
+        if self.max_nodes not in (None, n):
+            out.append((("protocol", "max_nodes"), "the quorum protocol's job is every host: leave max_nodes out"))
+        if self.min_nodes not in (None, n):
+            out.append((("protocol", "min_nodes"), "the quorum protocol's floor is min_replicas: leave min_nodes out"))
+        if self.store_failover:
+            out.append((("protocol", "store_failover"), "the quorum protocol's groups do not fail over"))
+        for i, f in enumerate(sc.faults):
+            if f.kind == "straggler":
+                out.append((("faults", i, "kind"), "the quorum protocol's training model does not charge "
+                            "stragglers yet"))
+        tr = sc.training
+        if tr is not None and g % tr.model_parallel_nodes:
+            out.append((("protocol", "group_size"), f"a replica group of {g} hosts cannot hold a model replica "
+                        f"of training.model_parallel_nodes = {tr.model_parallel_nodes}"))
+        if tr is not None and (tr.valid_sizes is not None or tr.checkpoint == "in_memory"):
+            out.append((("training", "valid_sizes" if tr.valid_sizes is not None else "checkpoint"),
+                        "the quorum protocol's training model takes any number of groups and restarts "
+                        "from a written checkpoint (sync or async)"))
+        return out
+
+
+class QuorumProtocol(Protocol):
+    """Per-step quorum over replica groups; each group's hosts meet by hrw (see the module)."""
+    name = "quorum"
+    deterministic = True
+
+    def __init__(self, cfg: QuorumSettings):
+        super().__init__(cfg)
+        self.groups = max(1, cfg.max_nodes // cfg.group_size)
+        self._inner: dict[int, HrwProtocol] = {}
+
+    # --- which group -------------------------------------------------------------------
+    def group_of(self, node: NodeInfo) -> int:
+        """A job host's group by its cluster index; a spare's round-robin."""
+        size, hosts = self.cfg.group_size, self.cfg.max_nodes
+        return node.index // size if node.index < hosts else (node.index - hosts) % self.groups
+
+    def group_of_round(self, rnd: int) -> int:
+        return rnd % self.groups
+
+    def group(self, g: int) -> HrwProtocol:
+        """Group g's own hrw: its keys under <run_id>/g<g>, its rounds g, g + G, ..."""
+        p = self._inner.get(g)
+        if p is None:
+            size = self.cfg.group_size
+            shared = {k: v for k, v in self.cfg.model_dump().items()
+                      if k in HrwSettings.model_fields and k != "name"}
+            hrw = HrwSettings(**{**shared, "run_id": f"{self.cfg.run_id}/g{g}",
+                                 "min_nodes": size, "max_nodes": size})
+            p = self._inner[g] = HrwProtocol(hrw)
+            p.first_round, p.round_step = g, self.groups
+        return p
+
+    def _of(self, result: RoundResult) -> HrwProtocol:
+        return self.group(self.group_of_round(result.round))
+
+    # --- the Protocol interface, group by group ----------------------------------------
+    def rendezvous(self, node: NodeInfo):
+        return (yield from self.group(self.group_of(node)).rendezvous(node))
+
+    def watch(self, result: RoundResult, state=None, node: NodeInfo | None = None) -> list[Watch]:
+        return self._of(result).watch(result, state, node)
+
+    def answer(self, result: RoundResult, watch: Watch, node: NodeInfo):
+        return (yield from self._of(result).answer(result, watch, node))
+
+    def end_round(self, result: RoundResult, reason: str, node: NodeInfo | None = None):
+        yield from self._of(result).end_round(result, reason, node)
+
+    def count_waiting(self, result: RoundResult):
+        return (yield from self._of(result).count_waiting(result))
+
+    def leave(self, result: RoundResult, node: NodeInfo):
+        yield from self._of(result).leave(result, node)
+
+    def clean_up(self, result: RoundResult):
+        yield from self._of(result).clean_up(result)
+
+    @staticmethod
+    def training(events, rounds, sc, spans):
+        """The training model of a per-step job (`rdzv_sim/training/quorum.py`)."""
+        from ...training.quorum import evaluate_quorum
+        return evaluate_quorum(events, rounds, sc, spans)

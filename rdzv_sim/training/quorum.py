@@ -1,0 +1,171 @@
+"""Goodput of a per-step (torchft-style) job: the Lighthouse replayed over its groups' lives.
+
+A group *lives* while its round trains (`round_spans`: from its last host's workers starting
+to its first host stopping). `Lighthouse.replay` cuts the job's time into segments (training,
+a failed step and the wait for the next quorum, a heal, a checkpoint load, idling), and each
+segment's capacity is split among the terms of docs/training.md:
+
+- training: the member groups' throughput (`training.scaling`) times step / (step + quorum
+  cost); the quorum call's share is `lost_quorum_s`; the groups outside are `running_smaller`;
+- a failure: the survivors' lost step and their wait for the Lighthouse (`detection`);
+- a heal: a recovered group fetching its state, the others waiting for it (`heal`), and the
+  collectives' reconfiguration at every change (`reconfigure`);
+- a job with no live group holding the state restarts from its last checkpoint: the time
+  with no group up is `rendezvous`, the load `checkpoint_load`, and the work since the last
+  written checkpoint `recompute` (checkpoint kinds as in `work.py`, over the training time
+  between two such restarts).
+
+The identity `duration = goodput x duration + sum(lost_*)` holds as for the other protocols.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .account import INTERRUPTION_COLUMNS, TrainingResult, throughput
+from .work import span_work
+
+QUORUM_LOST = ("startup", "detection", "rendezvous", "worker_start", "checkpoint_load",
+               "checkpoint_stall", "recompute", "running_smaller", "straggling",
+               "heal", "reconfigure", "quorum")
+QUORUM_COLUMNS = ["quorum", "t", "groups", "hosts", "members", "joined", "left", "restart", "cause",
+                  "failed_at"]
+
+
+def lighthouse_for(sc):
+    """The scenario's Lighthouse (its rules and costs), ready to replay."""
+    from ..protocols.quorum.lighthouse import Costs, Lighthouse, QuorumRules
+    p, a, tr = sc.protocol, sc.agent, sc.training
+    detection = p.failure_detection or a.peer_crash_detection or a.collective_timeout
+    rules = QuorumRules(p.min_replicas, p.quorum_join_timeout, p.heartbeat_timeout, p.quorum_tick)
+    costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
+                  tr.load_time if tr is not None else 0.0)
+    return Lighthouse(rules, costs, sc.duration)
+
+
+def lives(spans: pd.DataFrame, rounds: pd.DataFrame, groups: int) -> list[tuple]:
+    """(group, beat, up, down, round, reason) of every group round that trained: its
+    Manager heartbeats from the round's ranks (its workers start), asks at its first step."""
+    ranked = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
+    out = []
+    for s in spans.itertuples(index=False):
+        down = float("inf") if s.end == "run_end" else float(s.t1)
+        beat = min(float(ranked.get(s.round, s.t0)), float(s.t0))
+        out.append((int(s.round) % groups, beat, float(s.t0), down, int(s.round), s.reason or s.end))
+    return out
+
+
+def quorums_table(lh, group_size: int) -> pd.DataFrame:
+    def names(gs):
+        return ",".join(str(g) for g in sorted(gs))
+    rows = [{"quorum": q.quorum, "t": q.t, "groups": len(q.groups), "hosts": len(q.groups) * group_size,
+             "members": names(q.groups), "joined": names(q.joined), "left": names(q.left),
+             "restart": q.restart, "cause": q.cause,
+             "failed_at": float("nan") if q.failed_at is None else q.failed_at} for q in lh.quorums]
+    return pd.DataFrame(rows, columns=QUORUM_COLUMNS)
+
+
+def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
+    """The training model of a `quorum` run (module doc); `result.quorums` is its quorum table."""
+    from ..scenario.schema import Training
+    p, d = sc.protocol, sc.duration
+    tr = sc.training or Training(checkpoint_cost=0.0)     # no training section: no checkpoints
+    size, full = p.group_size, sc.cluster.nodes
+    groups = full // size
+    life = lives(spans, rounds, groups)
+    lh = lighthouse_for(sc).replay([x[:4] for x in life])
+    qf = p.step_time / (p.step_time + p.quorum_cost)
+    lost = dict.fromkeys(QUORUM_LOST, 0.0)
+    good = saved_total = 0.0
+    started = False
+    by_span: dict[int, list] = {}
+    for s in lh.segments:
+        dt = s.t1 - s.t0
+        if s.kind == "train":
+            started = True
+            by_span.setdefault(s.span, []).append(s)
+            continue
+        if not started:
+            lost["startup"] += dt
+            continue
+        if not s.groups:                      # no group holds the state: the job restarts
+            lost["rendezvous"] += dt
+            continue
+        e = len(s.groups) * size / full
+        term = {"failure": "detection", "heal": "heal", "reconf": "reconfigure",
+                "load": "checkpoint_load", "idle": "detection"}[s.kind]
+        lost[term] += e * dt
+        lost["running_smaller"] += (1 - e) * dt
+    contributed: dict[int, float] = {}        # group round -> seconds its group trained, kept
+    order = sorted(life, key=lambda x: x[2])
+    last_span = max(by_span, default=-1)
+    for k, segs in sorted(by_span.items()):
+        train_s = sum(s.t1 - s.t0 for s in segs)
+        w = span_work(train_s, tr, first=True, final=(k == last_span and not _ends_in_restart(lh, segs)))
+        keep, stall, redo = (w.saved / train_s, w.stalls / train_s, w.lost / train_s) if train_s else (0, 0, 0)
+        saved_total += w.saved
+        for s in segs:
+            dt = s.t1 - s.t0
+            f = throughput(len(s.groups) * size, full, tr)
+            useful = f * qf * dt
+            good += keep * useful
+            lost["checkpoint_stall"] += stall * useful
+            lost["recompute"] += redo * useful
+            lost["quorum"] += f * (1 - qf) * dt
+            lost["running_smaller"] += (1 - f) * dt
+            for g in s.groups:
+                rnd = _round_at(order, g, s.t0)
+                if rnd is not None:
+                    contributed[rnd] = contributed.get(rnd, 0.0) + keep * dt
+    quorums = quorums_table(lh, size)
+    inter = _interruptions(lh, life, size, d)
+    failures = inter
+    summary = {"ettr": saved_total / d, "goodput": good / d, "interruptions": int(len(failures)),
+               "absorbed": int(failures["absorbed"].sum()) if len(failures) else 0,
+               "full_restarts": int((~failures["absorbed"]).sum()) if len(failures) else 0,
+               "quorums": int(len(quorums)),
+               "mtti_s": d / len(failures) if len(failures) else float("nan"),
+               "mttr_s": float((failures["detection_s"] + failures["rendezvous_s"]
+                                + failures["checkpoint_load_s"]).mean()) if len(failures) else float("nan")}
+    summary.update({f"lost_{k}_s": v for k, v in lost.items()})
+    table = pd.DataFrame([{"round": rnd, "t0": u, "t1": min(dn, d), "hosts": size, "hosts_used": size,
+                           "throughput": size / full * qf, "rate": 1.0,
+                           "saved_s": contributed.get(rnd, 0.0)}
+                          for g, _, u, dn, rnd, _ in life],
+                         columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate", "saved_s"])
+    return TrainingResult(table, inter, summary, d, quorums)
+
+
+def _ends_in_restart(lh, segs) -> bool:
+    """Whether the span of these training segments ended by the job losing its state."""
+    end = segs[-1].t1
+    return any(q.restart and q.t >= end for q in lh.quorums)
+
+
+def _round_at(order, g: int, t: float):
+    for gg, _, u, dn, rnd, _ in order:
+        if gg == g and u <= t < dn:
+            return rnd
+    return None
+
+
+def _interruptions(lh, life, size: int, d: float) -> pd.DataFrame:
+    """One row per time a member died: absorbed (the survivors went on from live state) or a
+    restart from the last checkpoint."""
+    rows = []
+    prev = None
+    for q in lh.quorums:
+        if q.failed_at is not None and prev is not None:
+            died = [x for x in life if x[3] == q.failed_at]
+            cause = died[0][5] if died else ""
+            stall = q.t - q.failed_at
+            rows.append({"t": q.failed_at, "round": died[0][4] if died else -1, "cause": cause,
+                         "end": "restart" if q.restart else "absorbed",
+                         "hosts_before": len(prev.groups) * size, "hosts_after": len(q.groups) * size,
+                         "detection_s": 0.0 if q.restart else stall,
+                         "rendezvous_s": stall if q.restart else 0.0, "worker_start_s": 0.0,
+                         "checkpoint_load_s": lh.costs.load if q.restart else 0.0,
+                         "recompute_s": 0.0, "running_smaller_s": 0.0,
+                         "restart_from": "checkpoint" if q.restart else "peer",
+                         "absorbed": not q.restart})
+        prev = q
+    return pd.DataFrame(rows, columns=INTERRUPTION_COLUMNS + ["absorbed"]).astype({"absorbed": bool})

@@ -1,0 +1,209 @@
+"""torchft for real: its Lighthouse and one Manager per replica group, gloo on CPU.
+
+`run_torchft(...)` starts a `LighthouseServer` in this process and one OS process per replica
+group (`python -m real_backend.torchft_run replica ...`: its own TCPStore, a reconfigurable
+`ProcessGroupGloo`, a `Manager`, a small model and a state blob of `state_mb` that a healing
+group fetches from a live peer). Faults are SIGKILL of a group's process at a time and its
+restart at another. Every group writes one JSON line per step (the quorum it got, whether it
+healed, whether the step committed); the parent turns them into the simulator's tables
+(`rdzv_sim.training.quorum_trace`), so `validate` compares them with the simulated protocol.
+
+torchft is an optional extra (`pip install -e '.[torchft]'`); without it `available()` says why.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def available() -> str | None:
+    """None when torchft imports here, else why not (a test's skip reason)."""
+    try:
+        import torchft  # noqa: F401
+        from torchft._torchft import LighthouseServer  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - any failure to import is the reason to skip
+        return f"torchft is not usable here ({type(e).__name__}: {e}); pip install -e '.[torchft]'"
+    return None
+
+
+@dataclass
+class GroupFault:
+    group: int
+    kill_at: float                 # seconds after the start
+    restart_at: float | None = None
+
+
+@dataclass
+class TorchftRun:
+    groups: int = 3
+    duration: float = 40.0
+    step_time: float = 0.2         # seconds of compute per step (a sleep: the CPU is shared)
+    state_mb: float = 64.0         # the state a healing group fetches from a peer
+    min_replicas: int = 1
+    join_timeout: float = 1.0
+    quorum_tick: float = 0.1
+    heartbeat_timeout: float = 1.0
+    timeout: float = 5.0           # the Manager's collective / commit / heal timeout
+    faults: list[GroupFault] = field(default_factory=list)
+    workdir: Path | None = None
+
+
+def _replica(args) -> None:
+    """One replica group (group world size 1): train until killed or `--until`."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torchft import DistributedDataParallel, Manager, Optimizer, ProcessGroupGloo
+
+    out = open(args.log, "a", buffering=1)
+    store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(64, 64)
+    blob = torch.zeros(int(args.state_mb * 2**20) // 4)       # the state a peer heals from
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    healed = {"n": 0}
+
+    def load_state_dict(sd):
+        model.load_state_dict(sd["model"])
+        opt.load_state_dict(sd["optim"])
+        blob.copy_(sd["blob"])
+        healed["n"] += 1
+
+    def state_dict():
+        return {"model": model.state_dict(), "optim": opt.state_dict(), "blob": blob}
+
+    t = timedelta(seconds=args.timeout)
+    manager = Manager(pg=ProcessGroupGloo(timeout=t), min_replica_size=args.min_replicas,
+                      load_state_dict=load_state_dict, state_dict=state_dict,
+                      replica_id=f"g{args.group}", lighthouse_addr=args.lighthouse,
+                      store_addr="127.0.0.1", store_port=store.port, rank=0, world_size=1,
+                      timeout=t, quorum_timeout=timedelta(seconds=60), connect_timeout=t,
+                      use_async_quorum=False)
+    seen = {}
+    client = manager._client
+
+    class Recording:
+        """The Manager's own client, keeping what each quorum answer said."""
+        def _quorum(self, **kw):
+            q = client._quorum(**kw)
+            seen.update(quorum_id=q.quorum_id, replicas=sorted(r.split(":")[0] for r in q.replica_ids),
+                        heal=bool(q.heal), max_step=int(q.max_step))
+            return q
+
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+    manager._client = Recording()
+    ddp = DistributedDataParallel(manager, model)
+    optim = Optimizer(manager, opt)
+    x = torch.randn(8, 64)
+    while time.monotonic() < args.until:
+        t0 = time.monotonic()
+        before = healed["n"]
+        optim.zero_grad()                      # the quorum (and healing, here, synchronously)
+        q = time.monotonic()
+        ddp(x).sum().backward()                # gradients all-reduced across the quorum
+        time.sleep(args.step_time)             # the rest of the step's compute
+        step_before = manager.current_step()
+        optim.step()                           # commits only if every group's step went well
+        out.write(json.dumps({"t0": t0, "q": q, "t": time.monotonic(), "group": args.group,
+                              "pid": os.getpid(), "step": manager.current_step(),
+                              "committed": manager.current_step() > step_before,
+                              "healed": healed["n"] > before,
+                              "participants": manager.num_participants(), **seen}) + "\n")
+    manager.shutdown(wait=False)
+
+
+def run_torchft(cfg: TorchftRun) -> list[dict]:
+    """Run the job with its faults; the step records of every group, in time order."""
+    from torchft._torchft import LighthouseServer
+
+    work = Path(cfg.workdir or Path.cwd() / "runs" / "torchft")
+    work.mkdir(parents=True, exist_ok=True)
+    lighthouse = LighthouseServer(bind="[::]:0", min_replicas=cfg.min_replicas,
+                                  join_timeout_ms=int(cfg.join_timeout * 1000),
+                                  quorum_tick_ms=int(cfg.quorum_tick * 1000),
+                                  heartbeat_timeout_ms=int(cfg.heartbeat_timeout * 1000))
+    start = time.monotonic()
+    until = start + cfg.duration
+    logs = [work / f"g{g}.jsonl" for g in range(cfg.groups)]
+    for p in logs:
+        p.write_text("")
+    events = [{"t": 0.0, "event": "start", "group": g} for g in range(cfg.groups)]
+
+    def spawn(g):
+        env = dict(os.environ, GLOO_SOCKET_IFNAME=os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
+        cmd = [sys.executable, "-m", "real_backend.torchft_run", "replica", "--group", str(g),
+               "--lighthouse", lighthouse.address(), "--log", str(logs[g]), "--until", repr(until),
+               "--step-time", repr(cfg.step_time), "--state-mb", repr(cfg.state_mb),
+               "--timeout", repr(cfg.timeout), "--min-replicas", str(cfg.min_replicas)]
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                stderr=open(work / f"g{g}.err", "a"))
+
+    procs = {g: spawn(g) for g in range(cfg.groups)}
+    todo = sorted([(f.kill_at, "kill", f.group) for f in cfg.faults]
+                  + [(f.restart_at, "restart", f.group) for f in cfg.faults if f.restart_at is not None])
+    try:
+        for at, what, g in todo:
+            time.sleep(max(0.0, start + at - time.monotonic()))
+            now = time.monotonic() - start
+            if what == "kill":
+                procs[g].send_signal(signal.SIGKILL)
+                procs[g].wait()
+            else:
+                procs[g] = spawn(g)
+            events.append({"t": now, "event": what, "group": g})
+        for p in procs.values():
+            p.wait(timeout=max(1.0, until - time.monotonic() + cfg.timeout + 30))
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+        lighthouse.shutdown()
+    steps = []
+    for p in logs:
+        for line in p.read_text().splitlines():
+            r = json.loads(line)
+            for k in ("t0", "q", "t"):
+                r[k] -= start
+            steps.append(r)
+    steps.sort(key=lambda r: r["t"])
+    (work / "steps.json").write_text(json.dumps({"steps": steps, "events": events}))
+    return steps, events
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m real_backend.torchft_run")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("replica")
+    r.add_argument("--group", type=int, required=True)
+    r.add_argument("--lighthouse", required=True)
+    r.add_argument("--log", required=True)
+    r.add_argument("--until", type=float, required=True)
+    r.add_argument("--step-time", type=float, default=0.2)
+    r.add_argument("--state-mb", type=float, default=64.0)
+    r.add_argument("--timeout", type=float, default=5.0)
+    r.add_argument("--min-replicas", type=int, default=1)
+    d = sub.add_parser("demo")
+    d.add_argument("--out", default="runs/torchft")
+    args = ap.parse_args(argv)
+    if args.cmd == "replica":
+        _replica(args)
+    else:
+        steps, events = run_torchft(TorchftRun(workdir=Path(args.out),
+                                               faults=[GroupFault(1, 12.0, 20.0)]))
+        for e in events:
+            print(e)
+        print(len(steps), "steps")
+
+
+if __name__ == "__main__":
+    main()
