@@ -61,7 +61,7 @@ def _replica(args) -> None:
 
     import torch
     import torch.distributed as dist
-    from torchft import DistributedDataParallel, Manager, Optimizer, ProcessGroupGloo
+    from torchft import Manager, Optimizer, ProcessGroupGloo
 
     out = open(args.log, "a", buffering=1)
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
@@ -102,7 +102,6 @@ def _replica(args) -> None:
             return getattr(client, name)
 
     manager._client = Recording()
-    ddp = DistributedDataParallel(manager, model)
     optim = Optimizer(manager, opt)
     x = torch.randn(8, 64)
     while time.monotonic() < args.until:
@@ -110,8 +109,16 @@ def _replica(args) -> None:
         before = healed["n"]
         optim.zero_grad()                      # the quorum (and healing, here, synchronously)
         q = time.monotonic()
-        ddp(x).sum().backward()                # gradients all-reduced across the quorum
-        time.sleep(args.step_time)             # the rest of the step's compute
+        # the step's compute first, its gradients' all-reduce at its end (as DDP's last
+        # buckets): a step takes step_time when nothing stalls it, and a peer that dies
+        # during it fails its all-reduce, so the step does not commit
+        time.sleep(max(0.0, args.step_time - (time.monotonic() - q)))
+        model(x).sum().backward()
+        # the Manager all-reduces across the quorum (an error fails the commit); torchft
+        # 0.2.0's DistributedDataParallel hook asserts instead when a peer dies mid all-reduce,
+        # killing the survivors (docs/per-step.md)
+        for w in [manager.allreduce(p.grad) for p in model.parameters()]:
+            w.wait()
         step_before = manager.current_step()
         optim.step()                           # commits only if every group's step went well
         out.write(json.dumps({"t0": t0, "q": q, "t": time.monotonic(), "group": args.group,

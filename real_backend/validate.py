@@ -119,6 +119,9 @@ def validate(scenario, out: str | Path, torch_static: bool = False) -> dict:
     """Simulate and run for real, compare. `torch_static`: the real side of a `static` scenario
     is torch's own StaticTCPRendezvous (as `c10d`'s always is torch's handler)."""
     sc = load(scenario)
+    if sc.protocol.name == "quorum":                  # the real side is torchft's Lighthouse
+        from .quorum_validate import validate_quorum
+        return validate_quorum(sc, out)
     if torch_static and sc.protocol.name != "static":
         raise ValueError(f"--torch-static compares the static model with torch's static "
                          f"rendezvous; this scenario runs {sc.protocol.name!r}")

@@ -276,12 +276,59 @@ def one_store_per_epoch(events: pd.DataFrame) -> list[Violation]:
             for (r, k), v in sorted(seen.items()) if len(v) > 1]
 
 
+def quorum_invariants(tables: dict, scenario) -> list[Violation]:
+    """quorum protocol, over the Lighthouse's replay of the run: every group in a quorum is
+    alive then; a group trains only once healed (it was in the quorum that restarted the job,
+    or a heal of at least heal_time followed the quorum it joined); a group's failure is
+    absorbed by the others (their lives go on through the new quorum)."""
+    from ..training.quorum import lighthouse_for, lives
+    from ..training.spans import round_spans
+    p = scenario.protocol
+    life = lives(round_spans(tables["events"], scenario.duration), tables["rounds"],
+                 scenario.cluster.nodes // p.group_size)
+    lh = lighthouse_for(scenario).replay([x[:4] for x in life])
+    out = []
+
+    def alive(g, t):
+        return any(x[0] == g and x[2] <= t + 1e-9 and t < x[3] for x in life)
+    healed: set = set()
+    pending: dict = {}
+    for q in lh.quorums:
+        for g in q.groups:
+            if not alive(g, q.t):
+                out.append(Violation("quorum_admits_the_living", f"quorum {q.quorum} at {q.t:.3f} holds "
+                                     f"group {g}, which is not up"))
+        if q.restart:
+            healed = set(q.groups)
+        pending.update({g: q.t for g in q.joined})
+        if q.failed_at is not None and not q.restart:
+            for g in q.groups - q.joined:
+                if not any(x[0] == g and x[2] <= q.failed_at and x[3] > q.t for x in life):
+                    out.append(Violation("failure_absorbed", f"group {g} did not train on through "
+                                         f"quorum {q.quorum} (a failure at {q.failed_at:.3f})"))
+    for s in lh.segments:
+        if s.kind == "heal":
+            for g, t in list(pending.items()):
+                if t <= s.t0 + 1e-9 and s.t1 - t >= p.heal_time + lh.costs.reconfigure - 1e-6:
+                    healed.add(g)
+                    pending.pop(g)
+        if s.kind == "load":
+            healed |= set(s.groups)
+        if s.kind == "train":
+            for g in s.groups:
+                if g in pending:
+                    out.append(Violation("heals_before_it_counts", f"group {g} trains from {s.t0:.3f} "
+                                         "before it healed"))
+    return out
+
+
 def check_safety(tables: dict, scenario) -> Report:
     """All safety invariants of `scenario`'s protocol over a run's tables."""
     ev, rounds = tables["events"], tables["rounds"]
     proto = scenario.protocol
+    lo, hi = getattr(proto, "round_sizes", (scenario.min_nodes, scenario.max_nodes))
     v = (ranks_are_a_permutation(ev) + members_agree(ev)
-         + size_within_bounds(ev, scenario.min_nodes, scenario.max_nodes)
+         + size_within_bounds(ev, lo, hi)
          + rounds_increase(ev) + members_were_alive(ev) + every_member_accounted(ev)
          + rounds_take_time(rounds))
     for check in PROTOCOL_INVARIANTS.get(proto.name, ()):
@@ -300,4 +347,5 @@ PROTOCOL_INVARIANTS: dict[str, list] = {
             lambda t, sc: hrw_moves_are_minimal(t["rounds"]),
             lambda t, sc: confirmed_before_ranks(t["events"]),
             lambda t, sc: one_store_per_epoch(t["events"])],
-    "static": [lambda t, sc: confirmed_before_ranks(t["events"])]}
+    "static": [lambda t, sc: confirmed_before_ranks(t["events"])],
+    "quorum": [lambda t, sc: confirmed_before_ranks(t["events"]), quorum_invariants]}

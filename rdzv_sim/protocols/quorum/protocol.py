@@ -44,6 +44,33 @@ class QuorumSettings(HrwSettings):
                                                     "agent.collective_timeout)")
 
     @property
+    def round_sizes(self) -> tuple[int, int]:
+        """Every round is one replica group's (the safety checks' size bounds)."""
+        return (self.group_size, self.group_size)
+
+    @classmethod
+    def strategy(cls, nodes: int):
+        """What `rdzv_sim.testing.scenarios(protocol="quorum")` draws: a group size that divides
+        the nodes, min_replicas up to the groups, short Lighthouse timers."""
+        from hypothesis import strategies as st
+
+        from ...testing.strategies import DRAWN, FIXED
+
+        @st.composite
+        def draw(d):
+            size = d(st.sampled_from([k for k in range(1, nodes + 1) if nodes % k == 0]))
+            out = {"group_size": size, "min_replicas": d(st.integers(1, nodes // size)),
+                   "heartbeat_timeout": d(st.sampled_from([0.5, 1.0, 5.0])),
+                   "quorum_join_timeout": d(st.sampled_from([0.0, 1.0, 10.0])),
+                   "step_time": d(st.sampled_from([0.1, 1.0, 3.0])),
+                   "reconfigure_time": d(st.sampled_from([0.0, 0.5])),
+                   "state_bytes": d(st.sampled_from([0.0, 1e9])), "heal_bandwidth": 1e9,
+                   "probe_interval": 5.0, "probe_timeout": 2.0, **FIXED}
+            out.update({k: d(v) for k, v in DRAWN.items()})
+            return out
+        return draw()
+
+    @property
     def heal_time(self) -> float:
         """Seconds a recovering group spends fetching its state from a live peer."""
         return self.state_bytes / self.group_size / self.heal_bandwidth

@@ -1,0 +1,138 @@
+"""Stop-the-world restarts against per-step quorum (torchft-style) on one failure trace.
+
+Runs `llama3-54d` (the 54-day, 2,048-host job: the Llama 3 paper's interruptions, seed 54)
+with `hrw` (stop-the-world: every interruption re-forms the whole job and reloads its
+checkpoint) and with `quorum` at replica groups of 8, 16 and 64 hosts (a group that fails
+drops out at the next step and heals from a live peer when it is back). Each case is one
+process (`--jobs` at a time). Writes reports/per_step_ft.json, .md and
+reports/figures/per_step_ft.png.
+Usage: python benchmarks/per_step_ft.py [--groups 8,16,64] [--jobs 2] [--set key=value ...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# the per-step job's assumptions (docs/per-step.md): a 405B model's training state (bf16
+# weights and gradients, fp32 master weights and Adam moments: 16 bytes a parameter), healed
+# at 25 GB/s per host; a 6 s step; 5 s to configure a new quorum's collectives; a group that
+# lost every host re-forms after its repair and a probe (probe_interval)
+QUORUM = ["protocol.name=quorum", "protocol.min_nodes=null", "protocol.max_nodes=null",
+          "protocol.step_time=6", "protocol.state_bytes=6.48e12", "protocol.heal_bandwidth=25e9",
+          "protocol.reconfigure_time=5", "protocol.probe_interval=300", "protocol.probe_timeout=15"]
+COLUMNS = ("ettr", "goodput", "interruptions", "absorbed", "full_restarts", "rounds_completed",
+           "lost_detection_s", "lost_rendezvous_s", "lost_worker_start_s", "lost_checkpoint_load_s",
+           "lost_recompute_s", "lost_running_smaller_s", "lost_heal_s", "lost_reconfigure_s",
+           "lost_quorum_s", "lost_checkpoint_stall_s", "mttr_s")
+
+
+def cases(groups: list[int]) -> dict[str, list[str]]:
+    out = {"hrw (stop-the-world)": ["fidelity=aggregate"]}
+    for g in groups:
+        # a replica of fewer hosts than the paper's PP 16 holds the model at PP = its size
+        mp = [f"training.model_parallel_nodes={min(g, 16)}"]
+        out[f"quorum, groups of {g}"] = [*QUORUM, f"protocol.group_size={g}", *mp]
+    return out
+
+
+def one(name: str, sets: list[str], scenario: str, work: Path) -> dict:
+    """One case in a process of its own: the summary row and its wall time and memory."""
+    out = work / name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "")
+    cmd = [sys.executable, "-m", "rdzv_sim", "run", scenario, "--long", "--out", str(out),
+           *[a for s in sets for a in ("--set", s)]]
+    t = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - t
+    if proc.returncode:
+        return {"error": proc.stderr[-2000:], "wall_s": round(wall, 1)}
+    import pandas as pd
+    row = pd.read_parquet(out / "summary.parquet").iloc[0]
+    r = {c: (row[c].item() if hasattr(row[c], "item") else row[c]) for c in COLUMNS if c in row}
+    r["wall_s"] = round(wall, 1)
+    r["max_rss_mb"] = round(int(proc.stderr.strip().splitlines()[-1]) / 1024)
+    return r
+
+
+def report(r: dict) -> str:
+    lines = ["# Per-step fault tolerance against stop-the-world restarts", "",
+             f"{r['date']}, {r['machine']}, Python {r['python']}. `python benchmarks/per_step_ft.py` "
+             f"on `{r['scenario']}` (same seed, same failure trace for every case). What is assumed "
+             "for the per-step job: docs/per-step.md.", "",
+             "| case | ettr | goodput | interruptions | absorbed | full restarts | lost to detection + "
+             "restart, h | lost to heal + reconfigure, h | lost running smaller, h | recompute, h | "
+             "sim wall s | RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    h = 3600.0
+    for name, x in r["cases"].items():
+        if "error" in x:
+            lines.append(f"| {name} | failed: {x['error'].splitlines()[-1] if x['error'] else ''} |")
+            continue
+        restart = sum(x.get(k, 0.0) for k in ("lost_detection_s", "lost_rendezvous_s", "lost_worker_start_s",
+                                                "lost_checkpoint_load_s"))
+        lines.append(f"| {name} | {x['ettr']:.4f} | {x['goodput']:.4f} | {x['interruptions']} | "
+                     f"{x.get('absorbed', 0)} | {x.get('full_restarts', x['interruptions'])} | "
+                     f"{restart / h:.1f} | {(x.get('lost_heal_s', 0) + x.get('lost_reconfigure_s', 0)) / h:.1f} | "
+                     f"{x['lost_running_smaller_s'] / h:.1f} | {x['lost_recompute_s'] / h:.1f} | "
+                     f"{x['wall_s']} | {x.get('max_rss_mb', '')} |")
+    lines += ["", "![goodput by case](figures/per_step_ft.png)", "",
+              "Hours are capacity-hours of the whole job (a quarter of the job idle for an hour is 0.25 h).",
+              "`absorbed`: interruptions after which the survivors trained on from live state; "
+              "`full restarts`: those that took every group down (job-wide faults), so the job "
+              "reloaded its checkpoint.", ""]
+    return "\n".join(lines)
+
+
+def figure(r: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [n for n, x in r["cases"].items() if "error" not in x]
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.bar(range(len(names)), [r["cases"][n]["goodput"] for n in names], color="#4878a8", label="goodput")
+    ax.plot(range(len(names)), [r["cases"][n]["ettr"] for n in names], "o", color="#c44", label="ettr")
+    ax.set_xticks(range(len(names)), [n.replace(", ", "\n") for n in names], fontsize=8)
+    lo = min(min(r["cases"][n]["goodput"] for n in names), 0.8)
+    ax.set_ylim(lo - 0.02, 1.0)
+    ax.set_ylabel("fraction of the job's capacity")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(f"{r['scenario']}: stop-the-world vs per-step quorum", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", default="llama3-54d")
+    ap.add_argument("--groups", default="8,16,64")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--set", dest="sets", action="append", default=[])
+    ap.add_argument("--out", default=str(ROOT / "reports"))
+    a = ap.parse_args()
+    work = Path("runs/per_step_ft")
+    todo = {n: [*s, *a.sets] for n, s in cases([int(g) for g in a.groups.split(",")]).items()}
+    with ThreadPoolExecutor(a.jobs) as pool:
+        futs = {n: pool.submit(one, n, s, a.scenario, work) for n, s in todo.items()}
+        results = {n: f.result() for n, f in futs.items()}
+    import rdzv_sim
+    r = {"scenario": a.scenario, "sets": a.sets, "date": time.strftime("%Y-%m-%d"),
+         "machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version(),
+         "rdzv_sim": getattr(rdzv_sim, "__version__", ""), "cases": results}
+    out = Path(a.out)
+    (out / "per_step_ft.json").write_text(json.dumps(r, indent=1) + "\n")
+    figure(r, out / "figures" / "per_step_ft.png")
+    (out / "per_step_ft.md").write_text(report(r))
+    print(report(r))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""`rdzv-sim validate` for the `quorum` protocol: the simulated Lighthouse against torchft's.
+
+The real side is torchft itself (`torchft_run.py`): its Lighthouse, one Manager per replica
+group, gloo. The scenario's crash and restart faults become SIGKILL and restart of a group's
+process. Compared, as the issue asks: the quorum's membership in every window between
+changes, the survivors' stall when a group dies, the time a recovered group takes to heal
+and join, and the survivors' lost steps.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from rdzv_sim.api import run as simulate
+from rdzv_sim.training.quorum import lighthouse_for, lives
+
+from .torchft_run import GroupFault, TorchftRun, available, run_torchft
+
+TOLERANCE = 0.25
+
+
+def real_config(sc, workdir: Path) -> TorchftRun:
+    """The torchft run a scenario describes; ValueError when it cannot be run for real."""
+    p = sc.protocol
+    if p.name != "quorum":
+        raise ValueError(f"the torchft comparison runs the quorum protocol, not {p.name!r}")
+    if p.group_size != 1:
+        raise ValueError("the real torchft run has one process per replica group: set protocol.group_size: 1")
+    faults, down = [], {}
+    for f in sorted(sc.faults, key=lambda f: f.at):
+        if f.kind == "crash":
+            down[f.node] = GroupFault(f.node, f.at)
+            faults.append(down[f.node])
+        elif f.kind == "restart" and f.node in down:
+            down.pop(f.node).restart_at = f.at
+        else:
+            raise ValueError(f"the torchft comparison does crash and restart faults, not {f.kind}")
+    return TorchftRun(groups=sc.cluster.nodes, duration=sc.duration, step_time=p.step_time,
+                      state_mb=p.state_bytes / 2**20, min_replicas=p.min_replicas,
+                      join_timeout=p.quorum_join_timeout, quorum_tick=p.quorum_tick,
+                      heartbeat_timeout=p.heartbeat_timeout, faults=faults, workdir=workdir)
+
+
+def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
+    """The stall, heal and rejoin of the first kill and restart, from the groups' step records."""
+    kill = cfg.faults[0]
+    survivors = [g for g in range(cfg.groups) if all(f.group != g for f in cfg.faults)]
+    normal = statistics.median(r["t"] - r["t0"] for r in steps if r["committed"] and not r["healed"])
+    out = {"step_s": normal}
+    stalls, heals, lost, back = [], [], 0, False
+    for g in survivors:
+        mine = [r for r in steps if r["group"] == g]
+        # the longest wait between two commits from the kill until the restart (or 10 s)
+        until = kill.restart_at if kill.restart_at is not None else kill.kill_at + 10.0
+        commits = [r["t"] for r in mine if r["committed"]]
+        gaps = [b - a for a, b in zip(commits, commits[1:]) if b > kill.kill_at and a < until]
+        if gaps:
+            stalls.append(max(gaps) - normal)
+        lost += sum(1 for r in mine if not r["committed"])
+        back |= any(b["step"] < a["step"] for a, b in zip(mine, mine[1:]))
+        if kill.restart_at is not None:
+            # the extra time of the first steps with the recovered group (it heals, then
+            # the others wait for its first step)
+            joins = [r for r in mine if r["t0"] > kill.restart_at and f"g{kill.group}" in r["replicas"]][:3]
+            if joins:
+                heals.append(sum(max(0.0, r["t"] - r["t0"] - normal) for r in joins))
+    out["stall_s"] = max(stalls) if stalls else float("nan")
+    out["heal_stall_s"] = max(heals) if heals else float("nan")
+    if kill.restart_at is not None:
+        rejoined = [r for r in steps if r["group"] == kill.group and r["t0"] > kill.restart_at]
+        out["rejoin_s"] = (rejoined[0]["q"] - kill.restart_at) if rejoined else float("nan")
+        healing = [r for r in rejoined if r["heal"]]
+        out["heal_s"] = (healing[0]["q"] - healing[0]["t0"]) if healing else float("nan")
+    out["survivor_lost_steps"], out["survivor_step_went_back"] = lost, back
+    out["windows"] = windows(steps, survivors)
+    return out
+
+
+def windows(steps: list[dict], groups) -> list[str]:
+    """The quorums the survivors trained in, in order (their member groups), from the first
+    that held every group: before it, who comes first depends on process start-up."""
+    return _from_full([",".join(x.lstrip("g") for x in r["replicas"])
+                       for r in steps if r["group"] in groups and r["committed"]])
+
+
+def _from_full(seq: list[str]) -> list[str]:
+    full = max(seq, key=lambda m: len(m.split(",")), default="")
+    seen = []
+    for m in seq[seq.index(full):] if seq else []:
+        if not seen or seen[-1] != m:
+            seen.append(m)
+    return seen
+
+
+def measure_sim(result, cfg: TorchftRun) -> dict:
+    """The same measures on the simulated run's Lighthouse replay."""
+    sc = result.scenario
+    p = sc.protocol
+    from rdzv_sim.training.spans import round_spans
+    spans = round_spans(result.events, sc.duration)
+    life = lives(spans, result.rounds, sc.cluster.nodes // p.group_size)
+    lh = lighthouse_for(sc).replay([x[:4] for x in life])
+    kill = cfg.faults[0]
+    out = {"step_s": p.step_time + p.quorum_cost}
+    fail = next((s for s in lh.segments if s.kind == "failure" and s.t1 > kill.kill_at), None)
+    nxt = next((s for s in lh.segments if fail is not None and s.t0 >= fail.t1 and s.kind == "train"), None)
+    out["stall_s"] = (nxt.t0 - fail.t0) if nxt is not None else float("nan")
+    joined = next((q for q in lh.quorums if kill.restart_at is not None and q.t > kill.restart_at
+                   and kill.group in q.joined), None)
+    heal = next((s for s in lh.segments if joined is not None and s.kind == "heal" and s.t0 == joined.t), None)
+    out["heal_stall_s"] = (heal.t1 - heal.t0) if heal is not None else float("nan")
+    if kill.restart_at is not None:
+        up = next((u for g, b, u, d, *_ in life if g == kill.group and u > kill.restart_at), None)
+        out["rejoin_s"] = (up - kill.restart_at) if up is not None else float("nan")
+        out["heal_s"] = p.heal_time
+    out["survivor_lost_steps"] = sum(1 for s in lh.segments if s.kind == "failure")
+    out["survivor_step_went_back"] = any(q.restart for q in lh.quorums[1:])
+    out["windows"] = _from_full([",".join(str(g) for g in sorted(q.groups)) for q in lh.quorums])
+    return out
+
+
+def validate_quorum(sc, out: str | Path) -> dict:
+    """Simulate `sc`, run it with torchft, compare; writes validation.md and verdict.json."""
+    why = available()
+    if why:
+        raise ValueError(why)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = real_config(sc, out / "real")
+    steps, events = run_torchft(cfg)
+    real_m = measure_real(steps, cfg)
+    sim = simulate(sc)
+    sim.save(out / "sim")
+    sim_m = measure_sim(sim, cfg)
+    verdict = {"protocol": "quorum", "real_side": "torchft 0.2.0 (Lighthouse + Manager, gloo)"}
+    rows = []
+    for k in ("stall_s", "heal_stall_s", "heal_s", "rejoin_s", "step_s"):
+        if k not in real_m:
+            continue
+        r, s = real_m[k], sim_m[k]
+        err = abs(s - r) / r if r else float("nan")
+        rows.append((k, r, s, err))
+        verdict[f"{k}_real"], verdict[f"{k}_sim"], verdict[f"{k}_rel_error"] = r, s, err
+    verdict["windows_real"], verdict["windows_sim"] = real_m["windows"], sim_m["windows"]
+    verdict["same_windows"] = real_m["windows"] == sim_m["windows"]
+    verdict["survivor_lost_steps_real"] = real_m["survivor_lost_steps"]
+    verdict["survivor_step_went_back_real"] = real_m["survivor_step_went_back"]
+    checked = [e for k, _, _, e in rows if k in ("stall_s", "heal_stall_s")]
+    verdict["passed"] = bool(verdict["same_windows"] and all(e <= TOLERANCE for e in checked)
+                             and not real_m["survivor_step_went_back"])
+    lines = [f"# Validation of {sc.name}: simulated quorum vs torchft", "",
+             f"{cfg.groups} replica groups (one process each, gloo on CPU), torchft's own Lighthouse; "
+             f"rebuild: `rdzv-sim validate {sc.name}`. Checked within {TOLERANCE:.0%}: the survivors' "
+             "stall when a group dies and their stall while the recovered group heals; the quorum "
+             "windows must match.", "", "| measure | real | simulated | error |", "|---|---|---|---|"]
+    lines += [f"| {k} | {r:.3f} | {s:.3f} | {e:.0%} |" for k, r, s, e in rows]
+    lines += ["", "| check | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in verdict.items() if not k.endswith(("_real", "_sim", "_error"))]
+    lines += [f"| windows (real) | {' -> '.join(real_m['windows'])} |",
+              f"| windows (simulated) | {' -> '.join(sim_m['windows'])} |",
+              f"| survivors' uncommitted steps (real) | {real_m['survivor_lost_steps']} |", ""]
+    (out / "validation.md").write_text("\n".join(lines))
+    (out / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str) + "\n")
+    (out / "steps.json").write_text(json.dumps({"steps": steps, "events": events}))
+    return verdict

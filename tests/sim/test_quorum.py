@@ -1,0 +1,98 @@
+"""The quorum protocol (torchft-style per-step fault tolerance) in the simulator."""
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from rdzv_sim import run
+from rdzv_sim.protocols.quorum.lighthouse import Costs, Lighthouse, QuorumRules
+from rdzv_sim.scenario.load import ScenarioError, load
+from rdzv_sim.testing import check_run, fault_schedules, scenarios
+
+BASE = {"name": "q", "seed": 3, "duration": 60, "cluster": {"nodes": 6}, "store": {"host": None},
+        "protocol": {"name": "quorum", "group_size": 2, "step_time": 0.5, "quorum_cost": 0.0,
+                     "reconfigure_time": 0.2, "heartbeat_timeout": 1.0, "quorum_join_timeout": 1.0,
+                     "state_bytes": 4e9, "heal_bandwidth": 1e9, "last_call_timeout": 0,
+                     "probe_interval": 1.0, "probe_timeout": 1.0},
+        "agent": {"worker_start": 2.0, "peer_crash_detection": 0.3},
+        "training": {"checkpoint_interval": 20, "checkpoint_cost": 1.0}}
+
+
+def scenario(**faults):
+    return {**BASE, "faults": faults.get("faults", [])}
+
+
+def test_a_group_failing_leaves_the_others_training():
+    r = run(scenario(faults=[{"kind": "crash", "at": 20, "node": 2}]))
+    ev, q = r.events, r.quorums
+    # hosts 0,1 (group 0) and 4,5 (group 2) never leave their rounds: no restart
+    left = ev[(ev["event"] == "round_left") & ev["node"].isin(["node0", "node1", "node4", "node5"])]
+    assert left.empty
+    fail = q[q["cause"] == "failure"].iloc[0]
+    assert fail["left"] == "1" and fail["members"] == "0,2" and not fail["restart"]
+    # the survivors ask once their step failed (0.3 s); the Lighthouse drops the dead group
+    # when its heartbeat goes stale (1 s), before their join timeout (1 s after they asked)
+    assert fail["t"] == pytest.approx(20 + 1.0, abs=0.11)
+    s = r.summary.iloc[0]
+    assert s["absorbed"] == 1 and s["full_restarts"] == 0
+    assert s["lost_recompute_s"] == 0 and s["lost_checkpoint_load_s"] == 0
+    total = s["goodput"] * 60 + sum(s[c] for c in r.summary.columns if c.startswith("lost_"))
+    assert total == pytest.approx(60)
+
+
+def test_a_recovered_group_heals_before_it_contributes():
+    r = run(scenario(faults=[{"kind": "crash", "at": 20, "node": 2}, {"kind": "restart", "at": 30, "node": 2}]))
+    q = r.quorums
+    join = q[(q["cause"] == "join") & (q["t"] > 30)].iloc[0]
+    assert join["joined"] == "1" and join["members"] == "0,1,2"
+    # the heal: 4 GB over 2 hosts at 1 GB/s, the others wait (reconfigure 0.2 s too)
+    s = r.summary.iloc[0]
+    assert s["lost_heal_s"] > 0
+    rounds = r.rounds[r.rounds["train_start"] > 30]
+    (g1,) = rounds["train_s"].tolist()
+    assert g1 <= 60 - join["t"] - 2.0 - 0.2 + 1e-6
+
+
+def test_every_group_down_restarts_from_the_checkpoint():
+    r = run(scenario(faults=[{"kind": "rack_failure", "at": 25, "rack": 0, "repair": 10}]
+                     ) | {"cluster": {"nodes": 6, "topology": {"kind": "racks", "racks": 1}}})
+    q = r.quorums
+    assert q["restart"].iloc[1:].any()
+    s = r.summary.iloc[0]
+    assert s["full_restarts"] >= 1 and s["lost_recompute_s"] > 0
+
+
+def test_the_lighthouse_waits_for_heartbeating_stragglers():
+    """torchft's rule: while a group heartbeats without asking, a new quorum waits for it up
+    to join_timeout; a fast quorum (every last member asks again) does not wait."""
+    rules = QuorumRules(min_replicas=1, join_timeout=5.0, heartbeat_timeout=2.0)
+    asked = {0: 1.0, 1: 1.0}
+    assert rules.decide(1.0, asked, {0, 1, 2}, None) is None
+    assert rules.decide(6.0, asked, {0, 1, 2}, None) == frozenset({0, 1})
+    assert rules.decide(1.0, {0: 1.0, 1: 1.0}, {0, 1, 2}, frozenset({0, 1})) == frozenset({0, 1})
+    # split brain: no quorum from half of the heartbeating groups or fewer
+    assert rules.decide(9.0, {0: 1.0}, {0, 1}, frozenset({1})) is None
+
+
+def test_replay_is_event_driven_not_stepped():
+    """A week of 1 s steps with two changes costs a handful of segments, not 600k steps."""
+    lh = Lighthouse(QuorumRules(), Costs(step_time=1.0), duration=7 * 86400.0)
+    lh.replay([(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, 3600.0), (1, 7000.0, 7100.0, math.inf)])
+    assert len(lh.segments) < 10 and [q.cause for q in lh.quorums] == ["start", "failure", "join"]
+
+
+@pytest.mark.parametrize("field,value,path", [
+    ("group_size", 4, "protocol.group_size"), ("min_replicas", 9, "protocol.min_replicas"),
+    ("max_nodes", 4, "protocol.max_nodes")])
+def test_bad_settings_are_refused_by_path(field, value, path):
+    bad = {**BASE, "protocol": {**BASE["protocol"], field: value}}
+    with pytest.raises(ScenarioError) as e:
+        load(bad)
+    assert path in str(e.value)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(scenarios(protocol="quorum", nodes=__import__("hypothesis").strategies.sampled_from([2, 4, 6]),
+                 faults=lambda n: fault_schedules(n, horizon=60.0)))
+def test_quorum_invariants_hold_under_random_faults(sc):
+    check_run(sc, liveness=False)
