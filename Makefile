@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch==2.13.0 is the CPU build these machines hold; an unpinned torch pulls a CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[real,testing,dev]'
+	$(BIN)/python -m pip install -q -e '.[real,testing,dev,torchft]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -13,7 +13,7 @@ import statistics
 from pathlib import Path
 
 from rdzv_sim.api import run as simulate
-from rdzv_sim.training.quorum import lighthouse_for, lives
+from rdzv_sim.training.quorum import replay
 
 from .torchft_run import GroupFault, TorchftRun, available, run_torchft
 
@@ -97,10 +97,7 @@ def measure_sim(result, cfg: TorchftRun) -> dict:
     """The same measures on the simulated run's Lighthouse replay."""
     sc = result.scenario
     p = sc.protocol
-    from rdzv_sim.training.spans import round_spans
-    spans = round_spans(result.events, sc.duration)
-    life = lives(spans, result.rounds, sc.cluster.nodes // p.group_size)
-    lh = lighthouse_for(sc).replay([x[:4] for x in life])
+    lh, life = replay(result.events, result.rounds, sc)
     kill = cfg.faults[0]
     out = {"step_s": p.step_time + p.quorum_cost}
     fail = next((s for s in lh.segments if s.kind == "failure" and s.t1 > kill.kill_at), None)
@@ -111,7 +108,7 @@ def measure_sim(result, cfg: TorchftRun) -> dict:
     heal = next((s for s in lh.segments if joined is not None and s.kind == "heal" and s.t0 == joined.t), None)
     out["heal_stall_s"] = (heal.t1 - heal.t0) if heal is not None else float("nan")
     if kill.restart_at is not None:
-        up = next((u for g, b, u, d, *_ in life if g == kill.group and u > kill.restart_at), None)
+        up = next((x[2] for x in life if x[0] == kill.group and x[2] > kill.restart_at), None)
         out["rejoin_s"] = (up - kill.restart_at) if up is not None else float("nan")
         out["heal_s"] = p.heal_time
     out["survivor_lost_steps"] = sum(1 for s in lh.segments if s.kind == "failure")
@@ -127,7 +124,7 @@ def validate_quorum(sc, out: str | Path) -> dict:
         raise ValueError(why)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    cfg = real_config(sc, out / "real")
+    cfg = real_config(sc, Path("runs") / "torchft" / sc.name)    # the groups' logs
     steps, events = run_torchft(cfg)
     real_m = measure_real(steps, cfg)
     sim = simulate(sc)

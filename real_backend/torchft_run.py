@@ -104,6 +104,7 @@ def _replica(args) -> None:
     manager._client = Recording()
     optim = Optimizer(manager, opt)
     x = torch.randn(8, 64)
+    tails = [0.0]                              # recent steps' backward and all-reduce
     while time.monotonic() < args.until:
         t0 = time.monotonic()
         before = healed["n"]
@@ -112,13 +113,15 @@ def _replica(args) -> None:
         # the step's compute first, its gradients' all-reduce at its end (as DDP's last
         # buckets): a step takes step_time when nothing stalls it, and a peer that dies
         # during it fails its all-reduce, so the step does not commit
-        time.sleep(max(0.0, args.step_time - (time.monotonic() - q)))
+        time.sleep(max(0.0, args.step_time - min(tails[-5:]) - (time.monotonic() - q)))
+        c = time.monotonic()
         model(x).sum().backward()
         # the Manager all-reduces across the quorum (an error fails the commit); torchft
         # 0.2.0's DistributedDataParallel hook asserts instead when a peer dies mid all-reduce,
         # killing the survivors (docs/per-step.md)
         for w in [manager.allreduce(p.grad) for p in model.parameters()]:
             w.wait()
+        tails.append(min(time.monotonic() - c, args.step_time / 2))
         step_before = manager.current_step()
         optim.step()                           # commits only if every group's step went well
         out.write(json.dumps({"t0": t0, "q": q, "t": time.monotonic(), "group": args.group,

@@ -172,7 +172,8 @@ def _with_includes(data: dict, label: str, trusted: bool = False) -> dict:
     if not isinstance(inc, list) or not all(isinstance(x, str) for x in inc):
         raise ScenarioError([f"{label}: include: a file name or a list of them"])
     is_file = label not in ("<scenario>",) and not label.endswith("(bundled)") and Path(label).exists()
-    here = (Path(label).parent if is_file else Path(".")).resolve()
+    # a bundled scenario's includes are its bundled neighbours
+    here = (Path(label).parent if is_file else BUNDLED if label.endswith("(bundled)") else Path(".")).resolve()
     merged: dict = {}
     for i, name in enumerate(inc):
         path = Path(name) if Path(name).is_absolute() else here / name

@@ -281,43 +281,46 @@ def quorum_invariants(tables: dict, scenario) -> list[Violation]:
     alive then; a group trains only once healed (it was in the quorum that restarted the job,
     or a heal of at least heal_time followed the quorum it joined); a group's failure is
     absorbed by the others (their lives go on through the new quorum)."""
-    from ..training.quorum import lighthouse_for, lives
-    from ..training.spans import round_spans
+    from ..training.quorum import replay
     p = scenario.protocol
-    life = lives(round_spans(tables["events"], scenario.duration), tables["rounds"],
-                 scenario.cluster.nodes // p.group_size)
-    lh = lighthouse_for(scenario).replay([x[:4] for x in life])
+    lh, life = replay(tables["events"], tables["rounds"], scenario)
     out = []
 
     def alive(g, t):
         return any(x[0] == g and x[2] <= t + 1e-9 and t < x[3] for x in life)
-    healed: set = set()
-    pending: dict = {}
-    for q in lh.quorums:
-        for g in q.groups:
-            if not alive(g, q.t):
-                out.append(Violation("quorum_admits_the_living", f"quorum {q.quorum} at {q.t:.3f} holds "
-                                     f"group {g}, which is not up"))
-        if q.restart:
-            healed = set(q.groups)
-        pending.update({g: q.t for g in q.joined})
-        if q.failed_at is not None and not q.restart:
-            for g in q.groups - q.joined:
-                if not any(x[0] == g and x[2] <= q.failed_at and x[3] > q.t for x in life):
-                    out.append(Violation("failure_absorbed", f"group {g} did not train on through "
-                                         f"quorum {q.quorum} (a failure at {q.failed_at:.3f})"))
-    for s in lh.segments:
-        if s.kind == "heal":
+    heal = p.heal_time + lh.costs.reconfigure
+    pending: dict = {}                       # group -> when it joined, not healed yet
+    # in time order: a quorum at t comes before the segment that starts at t
+    timeline = sorted([(q.t, 0, q) for q in lh.quorums] + [(x.t0, 1, x) for x in lh.segments],
+                      key=lambda e: (e[0], e[1]))
+    for _, kind, item in timeline:
+        if kind == 0:
+            q = item
+            for g in q.groups:
+                if not alive(g, q.t):
+                    out.append(Violation("quorum_admits_the_living", f"quorum {q.quorum} at {q.t:.3f} "
+                                         f"holds group {g}, which is not up"))
+            if q.restart:
+                pending.clear()
+            for g in q.joined:
+                pending[g] = q.t
+            if q.failed_at is not None and not q.restart:
+                for g in q.groups - q.joined:
+                    if not any(x[0] == g and x[2] <= q.failed_at and x[3] > q.t for x in life):
+                        out.append(Violation("failure_absorbed", f"group {g} did not train on through "
+                                             f"quorum {q.quorum} (a failure at {q.failed_at:.3f})"))
+            if heal <= 0:
+                pending.clear()                  # nothing to fetch: healed at once
+            continue
+        seg = item
+        if seg.kind == "heal":
             for g, t in list(pending.items()):
-                if t <= s.t0 + 1e-9 and s.t1 - t >= p.heal_time + lh.costs.reconfigure - 1e-6:
-                    healed.add(g)
+                if t <= seg.t0 + 1e-9 and seg.t1 - t >= heal - 1e-6:
                     pending.pop(g)
-        if s.kind == "load":
-            healed |= set(s.groups)
-        if s.kind == "train":
-            for g in s.groups:
+        elif seg.kind == "train":
+            for g in seg.groups:
                 if g in pending:
-                    out.append(Violation("heals_before_it_counts", f"group {g} trains from {s.t0:.3f} "
+                    out.append(Violation("heals_before_it_counts", f"group {g} trains from {seg.t0:.3f} "
                                          "before it healed"))
     return out
 

@@ -35,23 +35,45 @@ def lighthouse_for(sc):
     """The scenario's Lighthouse (its rules and costs), ready to replay."""
     from ..protocols.quorum.lighthouse import Costs, Lighthouse, QuorumRules
     p, a, tr = sc.protocol, sc.agent, sc.training
-    detection = p.failure_detection or a.peer_crash_detection or a.collective_timeout
+    detection = min(a.peer_crash_detection or p.timeout, p.timeout)
     rules = QuorumRules(p.min_replicas, p.quorum_join_timeout, p.heartbeat_timeout, p.quorum_tick)
     costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
                   tr.load_time if tr is not None else 0.0)
     return Lighthouse(rules, costs, sc.duration)
 
 
-def lives(spans: pd.DataFrame, rounds: pd.DataFrame, groups: int) -> list[tuple]:
-    """(group, beat, up, down, round, reason) of every group round that trained: its
-    Manager heartbeats from the round's ranks (its workers start), asks at its first step."""
+def lives(spans: pd.DataFrame, rounds: pd.DataFrame, groups: int, events: pd.DataFrame | None = None,
+          timeout: float = float("inf"), detection: float = 0.0) -> list[tuple]:
+    """(group, beat, up, down, detection, round, reason) of every group round that trained:
+    its Manager heartbeats from the round's ranks (its workers start), asks at its first
+    step. `detection`: how long the other groups' step takes to fail when it dies: as long
+    as its own surviving hosts took to notice (a crashed process: fast; a vanished host:
+    their collectives' timeout), at most torchft's `timeout`; `detection` when it has no
+    survivors to tell."""
     ranked = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
+    noticed = {}
+    if events is not None and len(events):
+        left = events[(events["event"] == "round_left") & events["detail"].str.contains("peer_failed", na=False)]
+        noticed = left.groupby("round")["t"].min().to_dict()
     out = []
     for s in spans.itertuples(index=False):
         down = float("inf") if s.end == "run_end" else float(s.t1)
         beat = min(float(ranked.get(s.round, s.t0)), float(s.t0))
-        out.append((int(s.round) % groups, beat, float(s.t0), down, int(s.round), s.reason or s.end))
+        seen = noticed.get(s.round)
+        k = min(timeout, seen - down) if seen is not None and seen >= down else detection
+        out.append((int(s.round) % groups, beat, float(s.t0), down, k, int(s.round), s.reason or s.end))
     return out
+
+
+def replay(events, rounds, sc, spans=None):
+    """The scenario's Lighthouse replayed over a run's group lives: (lighthouse, lives)."""
+    from .spans import round_spans
+    if spans is None:
+        spans = round_spans(events, sc.duration)
+    p = sc.protocol
+    lh = lighthouse_for(sc)
+    life = lives(spans, rounds, sc.cluster.nodes // p.group_size, events, p.timeout, lh.costs.detection)
+    return lh.replay([x[:5] for x in life]), life
 
 
 def quorums_table(lh, group_size: int) -> pd.DataFrame:
@@ -71,8 +93,7 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     tr = sc.training or Training(checkpoint_cost=0.0)     # no training section: no checkpoints
     size, full = p.group_size, sc.cluster.nodes
     groups = full // size
-    life = lives(spans, rounds, groups)
-    lh = lighthouse_for(sc).replay([x[:4] for x in life])
+    lh, life = replay(events, rounds, sc, spans)
     qf = p.step_time / (p.step_time + p.quorum_cost)
     lost = dict.fromkeys(QUORUM_LOST, 0.0)
     good = saved_total = 0.0
@@ -95,7 +116,9 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
                 "load": "checkpoint_load", "idle": "detection"}[s.kind]
         lost[term] += e * dt
         lost["running_smaller"] += (1 - e) * dt
-    contributed: dict[int, float] = {}        # group round -> seconds its group trained, kept
+    # each group round's share of the job's ettr and goodput (the groups of a segment split it)
+    share_t: dict[int, float] = {}
+    share_g: dict[int, float] = {}
     order = sorted(life, key=lambda x: x[2])
     last_span = max(by_span, default=-1)
     for k, segs in sorted(by_span.items()):
@@ -115,7 +138,8 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
             for g in s.groups:
                 rnd = _round_at(order, g, s.t0)
                 if rnd is not None:
-                    contributed[rnd] = contributed.get(rnd, 0.0) + keep * dt
+                    share_t[rnd] = share_t.get(rnd, 0.0) + keep * dt / len(s.groups)
+                    share_g[rnd] = share_g.get(rnd, 0.0) + keep * useful / len(s.groups)
     quorums = quorums_table(lh, size)
     inter = _interruptions(lh, life, size, d)
     failures = inter
@@ -128,9 +152,9 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
                                 + failures["checkpoint_load_s"]).mean()) if len(failures) else float("nan")}
     summary.update({f"lost_{k}_s": v for k, v in lost.items()})
     table = pd.DataFrame([{"round": rnd, "t0": u, "t1": min(dn, d), "hosts": size, "hosts_used": size,
-                           "throughput": size / full * qf, "rate": 1.0,
-                           "saved_s": contributed.get(rnd, 0.0)}
-                          for g, _, u, dn, rnd, _ in life],
+                           "throughput": share_g[rnd] / share_t[rnd] if share_t.get(rnd) else 0.0,
+                           "rate": 1.0, "saved_s": share_t.get(rnd, 0.0)}
+                          for g, _, u, dn, _, rnd, _ in life],
                          columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate", "saved_s"])
     return TrainingResult(table, inter, summary, d, quorums)
 
@@ -142,7 +166,7 @@ def _ends_in_restart(lh, segs) -> bool:
 
 
 def _round_at(order, g: int, t: float):
-    for gg, _, u, dn, rnd, _ in order:
+    for gg, _, u, dn, _, rnd, _ in order:
         if gg == g and u <= t < dn:
             return rnd
     return None
@@ -156,9 +180,9 @@ def _interruptions(lh, life, size: int, d: float) -> pd.DataFrame:
     for q in lh.quorums:
         if q.failed_at is not None and prev is not None:
             died = [x for x in life if x[3] == q.failed_at]
-            cause = died[0][5] if died else ""
+            cause = died[0][6] if died else ""
             stall = q.t - q.failed_at
-            rows.append({"t": q.failed_at, "round": died[0][4] if died else -1, "cause": cause,
+            rows.append({"t": q.failed_at, "round": died[0][5] if died else -1, "cause": cause,
                          "end": "restart" if q.restart else "absorbed",
                          "hosts_before": len(prev.groups) * size, "hosts_after": len(q.groups) * size,
                          "detection_s": 0.0 if q.restart else stall,

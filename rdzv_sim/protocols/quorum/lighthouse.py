@@ -54,6 +54,7 @@ class Costs:
     reconfigure: float = 1.0        # seconds to configure a new quorum's collectives
     heal: float = 0.0               # seconds a joining group fetches its state
     detection: float = 0.0          # seconds until a dead member fails the survivors' step
+                                    # (a life may say its own: a vanished host's is longer)
     load: float = 0.0               # seconds to load a checkpoint (a restart without live state)
 
     @property
@@ -91,12 +92,16 @@ class Lighthouse:
     quorums: list = field(default_factory=list)
 
     def replay(self, lives):
-        """lives: (group, beat, up, down) for every life of every group: its Manager
-        heartbeats from `beat`, asks to join at `up` (its first step) and dies at `down`
-        (inf: it lasted)."""
-        ev = sorted([(d, 0, g) for g, b, u, d in lives if d < self.duration]
-                    + [(u, 2, g) for g, b, u, d in lives if u < self.duration]
-                    + [(b, 1, g) for g, b, u, d in lives if b < min(u, self.duration)])
+        """lives: (group, beat, up, down[, detection]) for every life of every group: its
+        Manager heartbeats from `beat`, asks to join at `up` (its first step) and dies at
+        `down` (inf: it lasted), failing the others' step `detection` seconds later
+        (default: `costs.detection`)."""
+        lives = [(*x, self.costs.detection) if len(x) == 4 else tuple(x) for x in lives]
+        self.detect = {}
+        ev = sorted([(d, 0, g) for g, b, u, d, _ in lives if d < self.duration]
+                    + [(u, 2, g) for g, b, u, d, _ in lives if u < self.duration]
+                    + [(b, 1, g) for g, b, u, d, _ in lives if b < min(u, self.duration)])
+        self.detect = {(g, d): k for g, b, u, d, k in lives}
         self.beats: dict[int, float] = {}       # group -> heartbeating, not yet asking (since)
         self.live: dict[int, float] = {}        # group -> when it came up (it asks then)
         self.dead: dict[int, float] = {}        # group -> when its heartbeat goes stale
@@ -246,7 +251,8 @@ class Lighthouse:
         self.phase = "failure"
         self.broken_at = t if self.broken_at is None else self.broken_at
         self.members = frozenset(m for m in self.members if m != g)
-        self.failed_at = t + self.costs.detection if self.failed_at is None else self.failed_at
+        if self.failed_at is None:
+            self.failed_at = t + self.detect.get((g, t), self.costs.detection)
         if self.joining:
             self.joining = frozenset(m for m in self.joining if m != g)
 

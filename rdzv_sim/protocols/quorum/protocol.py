@@ -39,9 +39,9 @@ class QuorumSettings(HrwSettings):
     state_bytes: NonNegativeFloat = Field(0.0, description="one replica's training state, which a recovering group "
                                           "fetches from a live peer, spread evenly over its hosts")
     heal_bandwidth: PositiveFloat = Field(25e9, description="bytes/s each host of a healing group fetches at")
-    failure_detection: PositiveFloat | None = Field(None, description="seconds until the survivors' step fails when a "
-                                                    "group dies (None: agent.peer_crash_detection, else "
-                                                    "agent.collective_timeout)")
+    timeout: PositiveFloat = Field(60.0, description="torchft Manager's timeout: a step whose collective hangs "
+                                   "on a group that vanished fails after it (a killed process's fails as "
+                                   "fast as the group's own peers notice it)")
 
     @property
     def round_sizes(self) -> tuple[int, int]:
