@@ -282,8 +282,13 @@ def _pct(values, q) -> float:
 
 def running_fraction(spans: pd.DataFrame, duration: float) -> float:
     """Share of the run during which a round trained (an upper bound on ETTR); `spans` is
-    `rdzv_sim.training.round_spans` of the run."""
-    busy = sum(t1 - t0 for t0, t1 in zip(spans["t0"], spans["t1"]))
+    `rdzv_sim.training.round_spans` of the run. Rounds that train at once (a per-step job's
+    replica groups) count once: the union of their spans."""
+    busy, end = 0.0, -math.inf
+    for t0, t1 in sorted(zip(spans["t0"], spans["t1"])):
+        if t1 > end:
+            busy += t1 - max(t0, end)
+            end = t1
     return busy / duration if duration > 0 else math.nan
 
 

@@ -16,7 +16,7 @@ from ..scenario.load import bundled
 from .document import build
 
 
-SLOW = {"llama3-54d"}      # ~35 min per-operation on a 2-core machine: only when named
+SLOW = {"llama3-54d", "llama3-54d-quorum"}   # 15-35 min per-operation on a 2-core machine: only when named
 
 
 def main(out: Path, names: list[str] | None = None) -> None:

@@ -10,7 +10,9 @@ from rdzv_sim.scenario.load import bundled
 
 SLOW = {"llama3-54d"}
 SMALLER = {"c10d-2048-crash": ["cluster.nodes=64", "cluster.topology.racks=2", "protocol.min_nodes=60",
-                               "protocol.max_nodes=64"]}
+                               "protocol.max_nodes=64"],
+           "llama3-54d-quorum": ["cluster.nodes=64", "cluster.topology.racks=4", "duration=86400",
+                                 "shards.count=1024"]}
 
 
 @pytest.mark.parametrize("name", [n for n in bundled() if n not in SLOW])

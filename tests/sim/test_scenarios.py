@@ -119,6 +119,8 @@ def test_every_bundled_scenario_runs(name):
                                      "protocol.min_nodes=60", "protocol.max_nodes=64"],
                  "llama3-54d": ["cluster.nodes=32", "cluster.topology.racks=4", "protocol.min_nodes=16",
                                 "protocol.max_nodes=32", "duration=86400", "shards.count=1024"],
+                 "llama3-54d-quorum": ["cluster.nodes=64", "cluster.topology.racks=4", "duration=86400",
+                                       "shards.count=1024"],
                  }.get(name, [])
     r = rdzv_sim.run(name, overrides)
     assert len(r.events) > 0

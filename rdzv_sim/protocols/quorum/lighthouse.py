@@ -242,17 +242,21 @@ class Lighthouse:
         self.dead[g] = t + self.rules.heartbeat_timeout
         if g not in self.members:
             return
+        noticed = t + self.detect.get((g, t), self.costs.detection)
         if self.phase == "train":
-            # the step in flight fails: its work since the last boundary is lost
+            # the step in flight fails: its work since the last boundary is lost, and the
+            # survivors see it no sooner than at its all-reduce, the step's end
             step = self.costs.step
-            self._cut(max(self.since, self.origin + math.floor((t - self.origin) / step) * step))
+            last = self.origin + math.floor((t - self.origin) / step) * step
+            self._cut(max(self.since, last))
+            noticed = max(noticed, last + step)
         else:
             self._cut(t)
         self.phase = "failure"
         self.broken_at = t if self.broken_at is None else self.broken_at
         self.members = frozenset(m for m in self.members if m != g)
         if self.failed_at is None:
-            self.failed_at = t + self.detect.get((g, t), self.costs.detection)
+            self.failed_at = noticed
         if self.joining:
             self.joining = frozenset(m for m in self.joining if m != g)
 
