@@ -6,7 +6,7 @@ checkpoint) and with `quorum` at replica groups of 8, 16 and 64 hosts (a group t
 drops out at the next step and heals from a live peer when it is back). Each case is one
 process (`--jobs` at a time). Writes reports/per_step_ft.json, .md and
 reports/figures/per_step_ft.png.
-Usage: python benchmarks/per_step_ft.py [--groups 8,16,64] [--jobs 2] [--set key=value ...]
+Usage: python benchmarks/per_step_ft.py [--groups 8,16,64] [--jobs 2] [--merge] [--set key=value ...]
 """
 from __future__ import annotations
 
@@ -43,6 +43,12 @@ def cases(groups: list[int]) -> dict[str, list[str]]:
         mp = [f"training.model_parallel_nodes={min(g, 16)}"]
         out[f"quorum, groups of {g}"] = [*QUORUM, f"protocol.group_size={g}", *mp]
     return out
+
+
+def _order(name: str) -> tuple:
+    """Stop-the-world first, then the groups by size."""
+    digits = "".join(c for c in name if c.isdigit())
+    return (name.startswith("quorum"), int(digits) if digits else 0)
 
 
 def one(name: str, sets: list[str], scenario: str, work: Path) -> dict:
@@ -102,7 +108,7 @@ def reading(r: dict) -> list[str]:
         return []
     best = max(per, key=lambda n: per[n]["goodput"])
     b = per[best]
-    h, d = 3600.0, 1.0
+    h = 3600.0
     full = b.get("full_restarts", 0)
     restart_loss = (b["lost_recompute_s"] + b["lost_rendezvous_s"] + b.get("lost_checkpoint_load_s", 0)) / h
     return ["", "## Reading it", "",
@@ -119,11 +125,12 @@ def reading(r: dict) -> list[str]:
             f"and the job reloads its checkpoint, as stop-the-world does. They cost {restart_loss:.0f} of the "
             f"{(1 - b['goodput']) * r.get('duration', 4665600) / h:.0f} capacity-hours it loses.",
             "- **Group size is a trade**: a small group heals a larger share of the state per host "
-            "(state / group size at the same per-host bandwidth) and there are more groups for the 32 "
-            "spares to spread over; a large group takes more capacity out with every failure "
-            "(`running smaller`). Here 8 and 16 hosts come out about even and 64 loses "
-            f"{(per.get('quorum, groups of 64', b)['lost_running_smaller_s'] - b['lost_running_smaller_s']) / h:.0f} "
-            "more capacity-hours to running smaller.",
+            "(state / group size at the same per-host bandwidth) and spreads the 32 spares over more "
+            "groups; a large group takes more capacity out with every failure (`running smaller`). "
+            "Goodput by group size: " + ", ".join(
+                f"{n.split()[-1]} hosts {x['goodput']:.4f} (heal + reconfigure "
+                f"{(x.get('lost_heal_s', 0) + x.get('lost_reconfigure_s', 0)) / h:.1f} h, running smaller "
+                f"{x['lost_running_smaller_s'] / h:.1f} h)" for n, x in per.items()) + ".",
             "- **c10d** is not in the table: the model says torchrun's default c10d never forms round 0 at "
             "2,048 hosts with its 5 s keep-alive, and its re-rendezvous storms outlast any join timeout "
             "(reports/scale_c10d.md), and simulating 466 of those storms call by call would take days "
@@ -161,6 +168,7 @@ def main() -> None:
     ap.add_argument("--set", dest="sets", action="append", default=[])
     ap.add_argument("--out", default=str(ROOT / "reports"))
     ap.add_argument("--report-only", action="store_true", help="rewrite the report from its JSON")
+    ap.add_argument("--merge", action="store_true", help="add these cases to the JSON's (same scenario and sets)")
     a = ap.parse_args()
     out = Path(a.out)
     if a.report_only:
@@ -172,9 +180,16 @@ def main() -> None:
         return
     work = Path("runs/per_step_ft")
     todo = {n: [*s, *a.sets] for n, s in cases([int(g) for g in a.groups.split(",")]).items()}
+    before = {}
+    if a.merge and (out / "per_step_ft.json").exists():
+        old = json.loads((out / "per_step_ft.json").read_text())
+        if old["scenario"] == a.scenario and old["sets"] == a.sets:
+            before = old["cases"]
+            todo = {n: s for n, s in todo.items() if n not in before}
     with ThreadPoolExecutor(a.jobs) as pool:
         futs = {n: pool.submit(one, n, s, a.scenario, work) for n, s in todo.items()}
         results = {n: f.result() for n, f in futs.items()}
+    results = dict(sorted({**before, **results}.items(), key=lambda kv: _order(kv[0])))
     import rdzv_sim
     import rdzv_sim.scenario.load as _load
     duration = _load.load(a.scenario, a.sets).duration

@@ -251,6 +251,9 @@ def list_():
     t.add_column("description")
     for name, path in bundled().items():
         d = yaml.safe_load(path.read_text())
+        for inc in d.get("include") or []:       # a bundled neighbour underneath (llama3-54d-quorum)
+            under = yaml.safe_load(path.with_name(inc).read_text())
+            d = {**under, **d, "cluster": d.get("cluster", under.get("cluster"))}
         t.add_row(name, str(d["cluster"]["nodes"]), d.get("protocol", {}).get("name", "hrw"),
                   " ".join(str(d.get("description", "")).split()))
     out_console.print(t)

@@ -19,6 +19,8 @@ The identity `duration = goodput x duration + sum(lost_*)` holds as for the othe
 """
 from __future__ import annotations
 
+import bisect
+
 import pandas as pd
 
 from .account import INTERRUPTION_COLUMNS, TrainingResult, throughput
@@ -119,7 +121,9 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     # each group round's share of the job's ettr and goodput (the groups of a segment split it)
     share_t: dict[int, float] = {}
     share_g: dict[int, float] = {}
-    order = sorted(life, key=lambda x: x[2])
+    by_group: dict[int, list] = {}              # group -> its lives (up, down, round), in order
+    for g, _, u, dn, _, rnd, _ in sorted(life, key=lambda x: x[2]):
+        by_group.setdefault(g, []).append((u, dn, rnd))
     last_span = max(by_span, default=-1)
     for k, segs in sorted(by_span.items()):
         train_s = sum(s.t1 - s.t0 for s in segs)
@@ -136,7 +140,7 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
             lost["quorum"] += f * (1 - qf) * dt
             lost["running_smaller"] += (1 - f) * dt
             for g in s.groups:
-                rnd = _round_at(order, g, s.t0)
+                rnd = _round_at(by_group.get(g, ()), s.t0)
                 if rnd is not None:
                     share_t[rnd] = share_t.get(rnd, 0.0) + keep * dt / len(s.groups)
                     share_g[rnd] = share_g.get(rnd, 0.0) + keep * useful / len(s.groups)
@@ -165,10 +169,11 @@ def _ends_in_restart(lh, segs) -> bool:
     return any(q.restart and q.t >= end for q in lh.quorums)
 
 
-def _round_at(order, g: int, t: float):
-    for gg, _, u, dn, _, rnd, _ in order:
-        if gg == g and u <= t < dn:
-            return rnd
+def _round_at(lives, t: float):
+    """The round of the group's life that holds t (its lives in order, as (up, down, round))."""
+    i = bisect.bisect_right(lives, (t, float("inf"), float("inf"))) - 1
+    if i >= 0 and lives[i][0] <= t < lives[i][1]:
+        return lives[i][2]
     return None
 
 

@@ -97,7 +97,6 @@ class Lighthouse:
         `down` (inf: it lasted), failing the others' step `detection` seconds later
         (default: `costs.detection`)."""
         lives = [(*x, self.costs.detection) if len(x) == 4 else tuple(x) for x in lives]
-        self.detect = {}
         ev = sorted([(d, 0, g) for g, b, u, d, _ in lives if d < self.duration]
                     + [(u, 2, g) for g, b, u, d, _ in lives if u < self.duration]
                     + [(b, 1, g) for g, b, u, d, _ in lives if b < min(u, self.duration)])
@@ -128,11 +127,11 @@ class Lighthouse:
         return self
 
     # --- the job's time, cut into segments ------------------------------------------
-    def _cut(self, t: float, kind: str | None = None) -> None:
+    def _cut(self, t: float) -> None:
         """Close the current phase's segment at t (a stall, training or idling)."""
         t = min(t, self.duration)
         if t > self.since:
-            k = kind or self.phase
+            k = self.phase
             groups = self.members if k != "idle" else frozenset(self.live)
             self.segments.append(Segment(self.since, t, k, groups, self.span))
         self.since = max(self.since, t)
