@@ -85,11 +85,15 @@ def report(r: dict) -> str:
             continue
         restart = sum(x.get(k, 0.0) for k in ("lost_detection_s", "lost_rendezvous_s", "lost_worker_start_s",
                                                 "lost_checkpoint_load_s"))
+        wall = x.get("wall_s") if x.get("wall_s") is not None else "-"
         lines.append(f"| {name} | {x['ettr']:.4f} | {x['goodput']:.4f} | {x['interruptions']} | "
                      f"{x.get('absorbed', 0)} | {x.get('full_restarts', x['interruptions'])} | "
                      f"{restart / h:.1f} | {(x.get('lost_heal_s', 0) + x.get('lost_reconfigure_s', 0)) / h:.1f} | "
                      f"{x['lost_running_smaller_s'] / h:.1f} | {x['lost_recompute_s'] / h:.1f} | "
-                     f"{x['wall_s']} | {x.get('max_rss_mb', '')} |")
+                     f"{wall} | {x.get('max_rss_mb') or '-'} |")
+    notes = [f"- {n}: {x['note']}." for n, x in r["cases"].items() if x.get("note")]
+    if notes:
+        lines += ["", *notes]
     lines += reading(r)
     lines += ["", "![goodput by case](figures/per_step_ft.png)", "",
               "Hours are capacity-hours of the whole job (a quarter of the job idle for an hour is 0.25 h).",
@@ -191,8 +195,8 @@ def main() -> None:
         results = {n: f.result() for n, f in futs.items()}
     results = dict(sorted({**before, **results}.items(), key=lambda kv: _order(kv[0])))
     import rdzv_sim
-    import rdzv_sim.scenario.load as _load
-    duration = _load.load(a.scenario, a.sets).duration
+    from rdzv_sim.scenario.load import load
+    duration = load(a.scenario, a.sets).duration
     r = {"scenario": a.scenario, "sets": a.sets, "duration": duration, "date": time.strftime("%Y-%m-%d"),
          "machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version(),
          "rdzv_sim": getattr(rdzv_sim, "__version__", ""), "cases": results}
