@@ -9,6 +9,7 @@ and join, and the survivors' lost steps.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from pathlib import Path
 
@@ -130,7 +131,12 @@ def validate_quorum(sc, out: str | Path) -> dict:
     sim = simulate(sc)
     sim.save(out / "sim")
     sim_m = measure_sim(sim, cfg)
-    verdict = {"protocol": "quorum", "real_side": "torchft 0.2.0 (Lighthouse + Manager, gloo)"}
+    import platform
+    import time as _time
+    from importlib.metadata import version
+    verdict = {"protocol": "quorum", "real_side": f"torchft {version('torchft')} (Lighthouse + Manager, gloo)",
+               "date": _time.strftime("%Y-%m-%d %H:%M"), "torch": version("torch"),
+               "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     rows = []
     for k in ("stall_s", "heal_stall_s", "heal_s", "rejoin_s", "step_s"):
         if k not in real_m:
@@ -147,6 +153,7 @@ def validate_quorum(sc, out: str | Path) -> dict:
     verdict["passed"] = bool(verdict["same_windows"] and all(e <= TOLERANCE for e in checked)
                              and not real_m["survivor_step_went_back"])
     lines = [f"# Validation of {sc.name}: simulated quorum vs torchft", "",
+             f"{verdict['date']}, {verdict['machine']}, torch {verdict['torch']}. "
              f"{cfg.groups} replica groups (one process each, gloo on CPU), torchft's own Lighthouse; "
              f"rebuild: `rdzv-sim validate {sc.name}`. Checked within {TOLERANCE:.0%}: the survivors' "
              "stall when a group dies and their stall while the recovered group heals; the quorum "
