@@ -243,17 +243,14 @@ def list_():
     """The bundled scenarios, runnable by name, and the protocols a scenario can name."""
     import yaml
     from .protocols.registry import specs
-    from .scenario.load import bundled
+    from .scenario.load import _with_includes, bundled
     t = Table(show_header=True, header_style="bold")
     t.add_column("name")
     t.add_column("nodes", justify="right")
     t.add_column("protocol")
     t.add_column("description")
     for name, path in bundled().items():
-        d = yaml.safe_load(path.read_text())
-        for inc in d.get("include") or []:       # a bundled neighbour underneath (llama3-54d-quorum)
-            under = yaml.safe_load(path.with_name(inc).read_text())
-            d = {**under, **d, "cluster": d.get("cluster", under.get("cluster"))}
+        d = _with_includes(yaml.safe_load(path.read_text()), f"{name} (bundled)")
         t.add_row(name, str(d["cluster"]["nodes"]), d.get("protocol", {}).get("name", "hrw"),
                   " ".join(str(d.get("description", "")).split()))
     out_console.print(t)

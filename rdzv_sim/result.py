@@ -66,7 +66,7 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     training = None
     # a protocol whose job trains otherwise (per-step quorum) brings its own model, and
     # reports with it even without a training section
-    model = getattr(get(sc.protocol.name).cls, "training", None)
+    model = get(sc.protocol.name).cls.training
     if sc.training is not None or model is not None:
         training = (model or evaluate)(events, rounds, sc, spans)
         rounds = rounds.join(training.per_round(rounds))
@@ -75,8 +75,7 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
                             training.summary if training is not None else None, spans)
     store_load = None if load is None else store_load_table(load, load_bin, sc.name, sc.seed)
     interruptions = None if training is None else stamp(training.interruptions, sc.name, sc.seed)
-    quorums = getattr(training, "quorums", None)
-    quorums = None if quorums is None else stamp(quorums, sc.name, sc.seed)
+    quorums = None if training is None or training.quorums is None else stamp(training.quorums, sc.name, sc.seed)
     return RunResult(sc, events, rounds, summary, store_load, stats.wall_s, interruptions, quorums)
 
 

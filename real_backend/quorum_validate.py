@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import statistics
+import time as _time
+from importlib.metadata import version
 from pathlib import Path
 
 from rdzv_sim.api import run as simulate
@@ -109,7 +112,7 @@ def measure_sim(result, cfg: TorchftRun) -> dict:
     heal = next((s for s in lh.segments if joined is not None and s.kind == "heal" and s.t0 == joined.t), None)
     out["heal_stall_s"] = (heal.t1 - heal.t0) if heal is not None else float("nan")
     if kill.restart_at is not None:
-        up = next((x[2] for x in life if x[0] == kill.group and x[2] > kill.restart_at), None)
+        up = next((x.up for x in life if x.group == kill.group and x.up > kill.restart_at), None)
         out["rejoin_s"] = (up - kill.restart_at) if up is not None else float("nan")
         out["heal_s"] = p.heal_time
     out["survivor_lost_steps"] = sum(1 for s in lh.segments if s.kind == "failure")
@@ -131,9 +134,6 @@ def validate_quorum(sc, out: str | Path) -> dict:
     sim = simulate(sc)
     sim.save(out / "sim")
     sim_m = measure_sim(sim, cfg)
-    import platform
-    import time as _time
-    from importlib.metadata import version
     verdict = {"protocol": "quorum", "real_side": f"torchft {version('torchft')} (Lighthouse + Manager, gloo)",
                "date": _time.strftime("%Y-%m-%d %H:%M"), "torch": version("torch"),
                "machine": f"{platform.machine()}, {os.cpu_count()} cores"}

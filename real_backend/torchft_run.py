@@ -132,8 +132,9 @@ def _replica(args) -> None:
     manager.shutdown(wait=False)
 
 
-def run_torchft(cfg: TorchftRun) -> list[dict]:
-    """Run the job with its faults; the step records of every group, in time order."""
+def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
+    """Run the job with its faults: (the step records of every group in time order, the
+    starts, kills and restarts done), both also in `<workdir>/steps.json`."""
     from torchft._torchft import LighthouseServer
 
     work = Path(cfg.workdir or Path.cwd() / "runs" / "torchft")
@@ -155,8 +156,8 @@ def run_torchft(cfg: TorchftRun) -> list[dict]:
                "--lighthouse", lighthouse.address(), "--log", str(logs[g]), "--until", repr(until),
                "--step-time", repr(cfg.step_time), "--state-mb", repr(cfg.state_mb),
                "--timeout", repr(cfg.timeout), "--min-replicas", str(cfg.min_replicas)]
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                                stderr=open(work / f"g{g}.err", "a"))
+        with open(work / f"g{g}.err", "a") as err:          # the child keeps its own copy
+            return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
 
     procs = {g: spawn(g) for g in range(cfg.groups)}
     todo = sorted([(f.kill_at, "kill", f.group) for f in cfg.faults]

@@ -207,6 +207,9 @@ class Protocol:
     name = "base"
     needs: frozenset = frozenset()
     torch_counterpart: str | None = None   # a torch handler that stands in for it in real runs
+    # a training model of its own, `training(events, rounds, sc, spans) -> TrainingResult`
+    # (a staticmethod), instead of the stop-the-world one: the per-step quorum's
+    training = None
     deterministic: bool = False   # same members and ranks whatever the timing (validate checks them)
 
     def __init__(self, cfg: ProtocolSettings):

@@ -287,7 +287,7 @@ def quorum_invariants(tables: dict, scenario) -> list[Violation]:
     out = []
 
     def alive(g, t):
-        return any(x[0] == g and x[2] <= t + 1e-9 and t < x[3] for x in life)
+        return any(x.group == g and x.up <= t + 1e-9 and t < x.down for x in life)
     heal = p.heal_time + lh.costs.reconfigure
     pending: dict = {}                       # group -> when it joined, not healed yet
     # in time order: a quorum at t comes before the segment that starts at t
@@ -306,7 +306,7 @@ def quorum_invariants(tables: dict, scenario) -> list[Violation]:
                 pending[g] = q.t
             if q.failed_at is not None and not q.restart:
                 for g in q.groups - q.joined:
-                    if not any(x[0] == g and x[2] <= q.failed_at and x[3] > q.t for x in life):
+                    if not any(x.group == g and x.up <= q.failed_at and x.down > q.t for x in life):
                         out.append(Violation("failure_absorbed", f"group {g} did not train on through "
                                              f"quorum {q.quorum} (a failure at {q.failed_at:.3f})"))
             if heal <= 0:

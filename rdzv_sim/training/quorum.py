@@ -20,15 +20,14 @@ The identity `duration = goodput x duration + sum(lost_*)` holds as for the othe
 from __future__ import annotations
 
 import bisect
+from typing import NamedTuple
 
 import pandas as pd
 
-from .account import INTERRUPTION_COLUMNS, TrainingResult, throughput
+from .account import INTERRUPTION_COLUMNS, LOST, TrainingResult, throughput
 from .work import span_work
 
-QUORUM_LOST = ("startup", "detection", "rendezvous", "worker_start", "checkpoint_load",
-               "checkpoint_stall", "recompute", "running_smaller", "straggling",
-               "heal", "reconfigure", "quorum")
+QUORUM_LOST = LOST + ("heal", "reconfigure", "quorum")
 QUORUM_COLUMNS = ["quorum", "t", "groups", "hosts", "members", "joined", "left", "restart", "cause",
                   "failed_at"]
 
@@ -44,14 +43,25 @@ def lighthouse_for(sc):
     return Lighthouse(rules, costs, sc.duration)
 
 
-def lives(spans: pd.DataFrame, rounds: pd.DataFrame, groups: int, events: pd.DataFrame | None = None,
-          timeout: float = float("inf"), detection: float = 0.0) -> list[tuple]:
-    """(group, beat, up, down, detection, round, reason) of every group round that trained:
-    its Manager heartbeats from the round's ranks (its workers start), asks at its first
-    step. `detection`: how long the other groups' step takes to fail when it dies: as long
-    as its own surviving hosts took to notice (a crashed process: fast; a vanished host:
-    their collectives' timeout), at most torchft's `timeout`; `detection` when it has no
-    survivors to tell."""
+class Life(NamedTuple):
+    """One group round that trained: its Manager heartbeats from `beat` (the round's ranks),
+    asks at `up` (its first step), dies at `down` (inf: it lasted), failing the others' step
+    `detection` seconds later. Its first five fields are what `Lighthouse.replay` reads."""
+    group: int
+    beat: float
+    up: float
+    down: float
+    detection: float
+    round: int
+    reason: str
+
+
+def lives(spans: pd.DataFrame, rounds: pd.DataFrame, group_of_round, events: pd.DataFrame | None = None,
+          timeout: float = float("inf"), detection: float = 0.0) -> list[Life]:
+    """Every group round that trained, as a `Life`. Its detection is as long as its own
+    surviving hosts took to notice its death (a crashed process: fast; a vanished host: their
+    collectives' timeout), at most torchft's `timeout`; `detection` when it has no survivors
+    to tell."""
     ranked = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
     noticed = {}
     if events is not None and len(events):
@@ -63,19 +73,21 @@ def lives(spans: pd.DataFrame, rounds: pd.DataFrame, groups: int, events: pd.Dat
         beat = min(float(ranked.get(s.round, s.t0)), float(s.t0))
         seen = noticed.get(s.round)
         k = min(timeout, seen - down) if seen is not None and seen >= down else detection
-        out.append((int(s.round) % groups, beat, float(s.t0), down, k, int(s.round), s.reason or s.end))
+        out.append(Life(group_of_round(int(s.round)), beat, float(s.t0), down, k, int(s.round),
+                        s.reason or s.end))
     return out
 
 
 def replay(events, rounds, sc, spans=None):
     """The scenario's Lighthouse replayed over a run's group lives: (lighthouse, lives)."""
+    from ..protocols.configure import protocol_for
     from .spans import round_spans
     if spans is None:
         spans = round_spans(events, sc.duration)
-    p = sc.protocol
     lh = lighthouse_for(sc)
-    life = lives(spans, rounds, sc.cluster.nodes // p.group_size, events, p.timeout, lh.costs.detection)
-    return lh.replay([x[:5] for x in life]), life
+    life = lives(spans, rounds, protocol_for(sc).group_of_round, events, sc.protocol.timeout,
+                 lh.costs.detection)
+    return lh.replay(life), life
 
 
 def quorums_table(lh, group_size: int) -> pd.DataFrame:
@@ -94,7 +106,6 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     p, d = sc.protocol, sc.duration
     tr = sc.training or Training(checkpoint_cost=0.0)     # no training section: no checkpoints
     size, full = p.group_size, sc.cluster.nodes
-    groups = full // size
     lh, life = replay(events, rounds, sc, spans)
     qf = p.step_time / (p.step_time + p.quorum_cost)
     lost = dict.fromkeys(QUORUM_LOST, 0.0)
@@ -122,8 +133,8 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     share_t: dict[int, float] = {}
     share_g: dict[int, float] = {}
     by_group: dict[int, list] = {}              # group -> its lives (up, down, round), in order
-    for g, _, u, dn, _, rnd, _ in sorted(life, key=lambda x: x[2]):
-        by_group.setdefault(g, []).append((u, dn, rnd))
+    for x in sorted(life, key=lambda x: x.up):
+        by_group.setdefault(x.group, []).append((x.up, x.down, x.round))
     last_span = max(by_span, default=-1)
     for k, segs in sorted(by_span.items()):
         train_s = sum(s.t1 - s.t0 for s in segs)
@@ -145,8 +156,7 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
                     share_t[rnd] = share_t.get(rnd, 0.0) + keep * dt / len(s.groups)
                     share_g[rnd] = share_g.get(rnd, 0.0) + keep * useful / len(s.groups)
     quorums = quorums_table(lh, size)
-    inter = _interruptions(lh, life, size, d)
-    failures = inter
+    failures = _interruptions(lh, life, size)
     summary = {"ettr": saved_total / d, "goodput": good / d, "interruptions": int(len(failures)),
                "absorbed": int(failures["absorbed"].sum()) if len(failures) else 0,
                "full_restarts": int((~failures["absorbed"]).sum()) if len(failures) else 0,
@@ -158,9 +168,9 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     table = pd.DataFrame([{"round": rnd, "t0": u, "t1": min(dn, d), "hosts": size, "hosts_used": size,
                            "throughput": share_g[rnd] / share_t[rnd] if share_t.get(rnd) else 0.0,
                            "rate": 1.0, "saved_s": share_t.get(rnd, 0.0)}
-                          for g, _, u, dn, _, rnd, _ in life],
+                          for _, _, u, dn, _, rnd, _ in life],
                          columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate", "saved_s"])
-    return TrainingResult(table, inter, summary, d, quorums)
+    return TrainingResult(table, failures, summary, d, quorums)
 
 
 def _ends_in_restart(lh, segs) -> bool:
@@ -177,17 +187,20 @@ def _round_at(lives, t: float):
     return None
 
 
-def _interruptions(lh, life, size: int, d: float) -> pd.DataFrame:
+def _interruptions(lh, life, size: int) -> pd.DataFrame:
     """One row per time a member died: absorbed (the survivors went on from live state) or a
     restart from the last checkpoint."""
+    died = {}
+    for x in life:
+        died.setdefault(x.down, x)
     rows = []
     prev = None
     for q in lh.quorums:
         if q.failed_at is not None and prev is not None:
-            died = [x for x in life if x[3] == q.failed_at]
-            cause = died[0][6] if died else ""
+            first = died.get(q.failed_at)
             stall = q.t - q.failed_at
-            rows.append({"t": q.failed_at, "round": died[0][5] if died else -1, "cause": cause,
+            rows.append({"t": q.failed_at, "round": first.round if first else -1,
+                         "cause": first.reason if first else "",
                          "end": "restart" if q.restart else "absorbed",
                          "hosts_before": len(prev.groups) * size, "hosts_after": len(q.groups) * size,
                          "detection_s": 0.0 if q.restart else stall,

@@ -96,7 +96,8 @@ class Lighthouse:
         Manager heartbeats from `beat`, asks to join at `up` (its first step) and dies at
         `down` (inf: it lasted), failing the others' step `detection` seconds later
         (default: `costs.detection`)."""
-        lives = [(*x, self.costs.detection) if len(x) == 4 else tuple(x) for x in lives]
+        lives = [(*x, self.costs.detection) if len(x) == 4 else tuple(x[:5]) for x in lives]
+        self.segments, self.quorums = [], []
         ev = sorted([(d, 0, g) for g, b, u, d, _ in lives if d < self.duration]
                     + [(u, 2, g) for g, b, u, d, _ in lives if u < self.duration]
                     + [(b, 1, g) for g, b, u, d, _ in lives if b < min(u, self.duration)])
@@ -113,6 +114,7 @@ class Lighthouse:
         self.failed_at = None                   # a member died: the time its step failed
         self.joining: frozenset = frozenset()   # members healing: they contribute once healed
         self.broken_at = None                   # the first member's death since the last quorum
+        self.trained = False                    # a training segment has been cut
         for t, kind, g in ev:
             self._until(t)
             if kind == 0:
@@ -134,6 +136,7 @@ class Lighthouse:
             k = self.phase
             groups = self.members if k != "idle" else frozenset(self.live)
             self.segments.append(Segment(self.since, t, k, groups, self.span))
+            self.trained = self.trained or k == "train"
         self.since = max(self.since, t)
 
     def _boundary(self, t: float) -> float:
@@ -204,8 +207,7 @@ class Lighthouse:
             return
         self._cut(when)
         groups = self.rules.decide(when, self._asked(when), self._beating(when), self.prev)
-        cause = "start" if not self.quorums else ("failure" if self.phase == "failure" else "restart")
-        self._form(when, groups, cause)
+        self._form(when, groups, "failure" if self.quorums else "start")
 
     def _form(self, t: float, groups: frozenset, cause: str) -> None:
         restart = not (self.holders & groups)
@@ -222,10 +224,9 @@ class Lighthouse:
             self.span += 1
             self.holders = set(groups)
             self.joining = frozenset()
-            first = len(self.quorums) == 1 or not any(s.kind == "train" for s in self.segments)
             # the job's first quorum syncs every group but one from it (torchft's init_sync)
-            stall = c.reconfigure + ((c.heal if len(groups) > 1 else 0.0) if first else c.load)
-            self.phase = "heal" if first else "load"
+            stall = c.reconfigure + ((c.heal if len(groups) > 1 else 0.0) if not self.trained else c.load)
+            self.phase = "load" if self.trained else "heal"
         else:
             self.joining = joined
             stall = c.reconfigure + (c.heal if joined else 0.0)

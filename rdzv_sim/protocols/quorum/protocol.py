@@ -75,10 +75,6 @@ class QuorumSettings(HrwSettings):
         """Seconds a recovering group spends fetching its state from a live peer."""
         return self.state_bytes / self.group_size / self.heal_bandwidth
 
-    def resolved(self, nodes: int) -> "QuorumSettings":
-        return self.model_copy(update={"min_nodes": self.min_nodes or nodes,
-                                       "max_nodes": self.max_nodes or nodes})
-
     def problems(self, sc) -> list[tuple[tuple, str]]:
         out = []
         n, g = sc.cluster.nodes, self.group_size
