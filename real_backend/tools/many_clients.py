@@ -1,13 +1,15 @@
 """Many clients on one real store: a few processes, each running many nodes as threads, every
 node on TCPStore connections of its own, so the store sees 256 to 1,024 clients on one machine.
 
-One `hrw` round with min = max = N (it closes the moment the N-th node joins). Every node
+One round with min = max = N (it closes the moment the N-th node joins): this project's `hrw`
+on the real runtime, or torch's own c10d (`DynamicRendezvousHandler`, counting its
+compare-and-sets, reads and the state bytes its clients encode and decode). Every node
 connects before the start signal, so what is timed is the rendezvous, not the handshakes.
 It reports the round's wall time (start -> last rank known), store operations and their rate,
 and the CPU the store process and the client processes used over that time. A store busy
 close to one core (TCPStore's libuv loop is one thread) limited the rate; otherwise the clients
 (Python threads under the GIL, on the cores left) did. Usage:
-    python -m real_backend.tools.many_clients 256 512 1024 [--procs 4]
+    python -m real_backend.tools.many_clients 256 512 1024 [--procs 4] [--protocol c10d]
 """
 from __future__ import annotations
 
@@ -71,7 +73,89 @@ def _client_proc(conn, host: str, port: int, indices: list[int], n: int, run_id:
     os._exit(0)                                   # abandoned store threads must not block exit
 
 
-def run(n: int, procs: int = 4, host: str = "127.0.0.1") -> dict:
+class CountingStore:
+    """A node's TCPStore client as torch's c10d backend sees it, counting what it asks:
+    compare-and-sets, reads, and the bytes of the state that the client encodes or decodes
+    (a CAS: the desired value and the reply; a read: the reply)."""
+
+    def __init__(self, store):
+        self._store, self.cas, self.gets, self.coded = store, 0, 0, 0
+        self.counting = False
+
+    def compare_set(self, key, expected, desired):
+        out = self._store.compare_set(key, expected, desired)
+        if self.counting:
+            self.cas += 1
+            self.coded += len(desired) + len(out)
+        return out
+
+    def get(self, key):
+        out = self._store.get(key)
+        if self.counting:
+            self.gets += 1
+            self.coded += len(out)
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+def _c10d_client_proc(conn, host: str, port: int, indices: list[int], n: int, run_id: str,
+                      keep_alive: float, join_timeout: float):
+    """One client process running torch's own DynamicRendezvousHandler, one thread and one
+    TCPStore connection per node; reports a row per node, as `_client_proc` does."""
+    os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")   # no store per rank 0
+    from datetime import timedelta
+    import torch.distributed as dist
+    from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import C10dRendezvousBackend
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import (
+        DynamicRendezvousHandler, RendezvousTimeout)
+    go = threading.Event()
+    results, lock = [], threading.Lock()
+    handlers, stores = {}, {}
+    for i in indices:
+        client = dist.TCPStore(host, port, is_master=False, wait_for_workers=False,
+                               timeout=timedelta(seconds=join_timeout + 60), use_libuv=True)
+        stores[i] = CountingStore(client)
+        backend = C10dRendezvousBackend(stores[i], run_id)          # its sentinel CAS: not counted
+        handlers[i] = DynamicRendezvousHandler.from_backend(
+            run_id=run_id, store=client, backend=backend, min_nodes=n, max_nodes=n,
+            local_addr=f"10.0.{i // 256}.{i % 256}",
+            timeout=RendezvousTimeout(join=timedelta(seconds=join_timeout)),
+            keep_alive_interval=keep_alive)
+        stores[i].counting = True
+
+    def node(i):
+        go.wait()
+        t0, c0 = time.monotonic(), time.thread_time()
+        try:
+            info = handlers[i].next_rendezvous()
+            out = (i, t0, time.monotonic(), info.rank, "", 0, "")
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            out = (i, t0, time.monotonic(), -1, "", 0, type(e).__name__)
+        c = stores[i]              # the CPU of this node's own thread: its decode, decide, encode
+        out = out[:5] + (c.cas + c.gets, out[6], c.cas, c.gets, c.coded, time.thread_time() - c0)
+        with lock:
+            results.append(out)
+
+    threads = [threading.Thread(target=node, args=(i,), daemon=True) for i in indices]
+    for t in threads:
+        t.start()
+    conn.send(("ready", os.getpid()))
+    start_at = conn.recv()
+    time.sleep(max(0.0, start_at - time.monotonic()))
+    go.set()
+    for t in threads:
+        t.join(join_timeout + 120)
+    conn.send(("done", results))
+    conn.close()
+    os._exit(0)
+
+
+def run(n: int, procs: int = 4, host: str = "127.0.0.1", protocol: str = "hrw",
+        keep_alive: float = 5.0, join_timeout: float = 60.0) -> dict:
+    """One round of `n` nodes on one real store: `protocol` "hrw" (this project's, on the real
+    runtime) or "c10d" (torch's own DynamicRendezvousHandler, min = max = n)."""
     from ..node import store_main
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
@@ -82,8 +166,10 @@ def run(n: int, procs: int = 4, host: str = "127.0.0.1") -> dict:
     try:
         for p in range(procs):
             a, b = ctx.Pipe()
-            proc = ctx.Process(target=_client_proc,
-                               args=(b, host, port, list(range(p, n, procs)), n, f"many-{n}"), daemon=True)
+            args = (b, host, port, list(range(p, n, procs)), n, f"many-{n}")
+            proc = (ctx.Process(target=_client_proc, args=args, daemon=True) if protocol == "hrw" else
+                    ctx.Process(target=_c10d_client_proc, args=(*args, keep_alive, join_timeout),
+                                daemon=True))
             proc.start()
             clients.append((proc, a))
         pids = [a.recv()[1] for _, a in clients]
@@ -93,8 +179,9 @@ def run(n: int, procs: int = 4, host: str = "127.0.0.1") -> dict:
             a.send(start_at)
         results = []
         for _, a in clients:
-            if not a.poll(400):
-                raise TimeoutError(f"N={n}: a client process did not finish within 400 s")
+            if not a.poll(400 + join_timeout):
+                raise TimeoutError(f"N={n}: a client process did not finish within "
+                                   f"{400 + join_timeout:g} s")
             results += a.recv()[1]
         cpu1 = {pid: cpu_seconds(pid) for pid in [store.pid, *pids]}
     finally:
@@ -110,20 +197,29 @@ def run(n: int, procs: int = 4, host: str = "127.0.0.1") -> dict:
     cores = os.cpu_count() or 1
     store_util = store_cpu / wall
     bound = "store" if store_util > 0.8 else "clients"
-    return {"n": n, "procs": procs, "wall_s": wall, "ops": ops, "ops_per_s": ops / wall,
+    out = {"n": n, "procs": procs, "protocol": protocol, "wall_s": wall, "ops": ops, "ops_per_s": ops / wall,
             "store_cpu_util": store_util, "client_cpu_util": client_cpu / wall, "cores": cores,
             "limited_by": bound, "ranks_ok": sorted(r[3] for r in results) == list(range(n)),
             "one_digest": len({r[4] for r in results}) == 1, "errors": errors[:3],
             "latency_p50": sorted(r[2] - r[1] for r in results)[len(results) // 2]}
+    if protocol == "c10d":
+        out.update(cas=sum(r[7] for r in results), gets=sum(r[8] for r in results),
+                   coded_bytes=sum(r[9] for r in results), node_cpu_s=sum(r[10] for r in results),
+                   completed=not errors and out["ranks_ok"])
+    return out
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="Many real clients on one TCPStore (one hrw round).")
+    ap = argparse.ArgumentParser(description="Many real clients on one TCPStore (one round).")
     ap.add_argument("n", type=int, nargs="+")
     ap.add_argument("--procs", type=int, default=4)
+    ap.add_argument("--protocol", choices=("hrw", "c10d"), default="hrw",
+                    help="hrw: this project's protocol; c10d: torch's own DynamicRendezvousHandler")
+    ap.add_argument("--keep-alive", type=float, default=5.0, help="c10d: keep_alive_interval (s)")
+    ap.add_argument("--join-timeout", type=float, default=60.0, help="c10d: the join timeout (s)")
     a = ap.parse_args(argv)
     for n in a.n:
-        r = run(n, a.procs)
+        r = run(n, a.procs, protocol=a.protocol, keep_alive=a.keep_alive, join_timeout=a.join_timeout)
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
 
 

@@ -95,6 +95,11 @@ class C10dProtocol(Protocol):
             self._holders[d] = Holder(d, State())
         return self._holders[d]
 
+    def attempts(self) -> int:
+        """Compare-and-sets every handler has sent, each backend's sentinel CAS left out (as
+        the counts of torch's own handlers in reports/ leave it out)."""
+        return sum(h.cas_attempts - h.made for h in self._holders.values())
+
     # --- the state holder --------------------------------------------------------------
     def _sync(self, h: Holder):
         """`_BackendRendezvousStateHolder.sync`: write if dirty (CAS), else read unless cached."""
