@@ -39,13 +39,14 @@ def simulate(n: int) -> dict:
     return {"wall_s": float(ra.t.max()), "ops": int(r.rounds.store_ops.iloc[0])}
 
 
-def simulate_c10d(n: int, base: float, per_byte: float, keep_alive: float, join_timeout: float) -> dict:
+def simulate_c10d(n: int, base: float, per_byte: float, keep_alive: float, join_timeout: float,
+                  seed: int = 1) -> dict:
     """torch's handlers as the many-clients run has them: N nodes released at once, min = max
     = N, on this machine's cores shared, each encode or decode costing `base + per_byte x bytes`."""
     from rdzv_sim.result import build
     from rdzv_sim.scenario import load
     from rdzv_sim.sim.simulation import Simulation
-    sc = load({"name": f"many-c10d-{n}", "seed": 1, "duration": join_timeout + 20,
+    sc = load({"name": f"many-c10d-{n}", "seed": seed, "duration": join_timeout + 20,
                "include": [str(ROOT / "reports" / "calibration.yaml")],
                "cluster": {"nodes": n, "nproc_per_node": 1, "start_spread": 0.0,
                            "cpu": {"shared_cores": os.cpu_count() or 1, "base": base,
@@ -58,63 +59,83 @@ def simulate_c10d(n: int, base: float, per_byte: float, keep_alive: float, join_
     r = build(sc, sim.trace, stats, sim.runtime.round_ops, sim.runtime.load, sim.runtime.load_bin)
     done = len(r.rounds) > 0
     cas = sim.protocol.attempts()
-    return {"completed": done, "wall_s": float(r.rounds.end.iloc[0]) if done else None,
+    return {"seed": seed, "completed": done, "wall_s": float(r.rounds.end.iloc[0]) if done else None,
             "cas": cas, "gets": int(r.summary.store_ops.iloc[0]) - cas - n}
 
 
-def c10d_rows(ns, procs: int, keep_alive: float, join_timeout: float) -> list[dict]:
+def c10d_rows(ns, procs: int, keep_alive: float, join_timeout: float, repeat: int,
+              seeds: int, saved: dict | None = None) -> list[dict]:
+    """Per N: `repeat` torch runs (or those `saved` by an earlier run, N -> runs), then the
+    model with their mean client CPU, `seeds` seeds."""
     from real_backend.calibrate import c10d_client_per_byte
     rows = []
     for n in ns:
-        r = run(n, procs, protocol="c10d", keep_alive=keep_alive, join_timeout=join_timeout)
-        per_byte = c10d_client_per_byte(n)
-        works = 2 * r["cas"] + r["gets"]            # a CAS encodes and decodes; a read decodes
-        base = max(0.0, (r["node_cpu_s"] - per_byte * r["coded_bytes"]) / max(works, 1))
-        m = simulate_c10d(n, base, per_byte, keep_alive, join_timeout)
-        row = {**r, "per_byte_s": per_byte, "base_s": base, "model": m}
-        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-        rows.append(row)
+        runs = list((saved or {}).get(n, []))
+        for _ in range(0 if runs else repeat):
+            r = run(n, procs, protocol="c10d", keep_alive=keep_alive, join_timeout=join_timeout)
+            r["works"] = 2 * r["cas"] + r["gets"]    # a CAS encodes and decodes; a read decodes
+            runs.append(r)
+            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
+        per_byte = min(c10d_client_per_byte(n, reps=10) for _ in range(3))   # least disturbed
+        base = max(0.0, sum(r["node_cpu_s"] - per_byte * r["coded_bytes"] for r in runs)
+                   / max(sum(r["works"] for r in runs), 1))
+        model = [simulate_c10d(n, base, per_byte, keep_alive, join_timeout, s + 1) for s in range(seeds)]
+        print({"n": n, "base_s": base, "per_byte_s": per_byte, "model": model}, flush=True)
+        rows.append({"n": n, "torch": runs, "per_byte_s": per_byte, "base_s": base, "model": model})
     return rows
 
 
-def _outcome(done: bool, secs, join_timeout: float) -> str:
-    return f"formed in {secs:.1f} s" if done else f"timed out ({join_timeout:g} s)"
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _outcomes(runs, join_timeout: float) -> str:
+    return " / ".join(f"{r['wall_s']:.1f} s, {r['cas']:,}" if r["completed"] else
+                      f"timed out, {r['cas']:,}" for r in runs)
 
 
 def c10d_report(rows, meta, keep_alive: float, join_timeout: float) -> None:
     (ROOT / "reports" / "many_clients_c10d.json").write_text(json.dumps(
         {**meta, "keep_alive_s": keep_alive, "join_timeout_s": join_timeout, "rows": rows}, indent=1))
     lines = ["# torch's c10d handlers, many clients on one real TCPStore, against the model", "",
-             f"{meta['date']}, {meta['machine']}, torch {meta['torch']}, libuv store in a process of "
-             f"its own; {meta['procs']} client processes, each running N/{meta['procs']} of torch's "
-             "own `DynamicRendezvousHandler`s as threads, every handler on a TCPStore connection of "
-             "its own (made, with its backend's sentinel compare-and-set, before the start). All "
-             f"released at once; min = max = N, keep-alive {keep_alive:g} s, join timeout "
-             f"{join_timeout:g} s. `python benchmarks/many_clients.py --protocol c10d`.", "",
+             f"{meta['date']}, {meta['machine']}, Python {meta['python']}, torch {meta['torch']}, "
+             f"libuv store in a process of its own; {meta['procs']} client processes, each running "
+             f"N/{meta['procs']} of torch's own `DynamicRendezvousHandler`s as threads, every handler "
+             "on a TCPStore connection of its own (made, with its backend's sentinel "
+             "compare-and-set, before the start). All released at once; min = max = N, "
+             f"keep-alive {keep_alive:g} s, join timeout {join_timeout:g} s. "
+             "`python benchmarks/many_clients.py --protocol c10d` (`--remodel`: the same torch "
+             "runs, the model again" + (f"; last done {meta['modelled']}" if "modelled" in meta else "")
+             + ").", "",
              "The model is configured as that setup: N agents on this machine's cores "
              "(`cluster.cpu.shared_cores`, the `fair` scheduler), this host's calibrated store, "
-             "and the client CPU measured in the same torch run: per byte from torch's own "
+             "and the client CPU measured in the same torch runs: per byte from torch's own "
              "pickle + base64 of its state at N (`c10d_client_per_byte`), per encode or decode "
-             "the rest of the CPU of the handlers' own threads (their heartbeat threads and "
-             "the processes' other work left out) spread over their encodes and decodes. "
-             "Nothing is fitted to the counts or the times.", "",
-             "| N | torch | torch CAS | torch reads | client CPU per encode/decode | model | model CAS | model reads | CAS model / torch | time model / torch | within 25% |",
-             "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
-    for r in rows:
-        m = r["model"]
-        ratio = m["cas"] / r["cas"] if r["cas"] else float("nan")
-        both_done = r["completed"] and m["completed"]
-        tratio = m["wall_s"] / r["wall_s"] if both_done else None
-        ok = (r["completed"] == m["completed"] and abs(ratio - 1) <= 0.25
-              and (tratio is None or abs(tratio - 1) <= 0.25))
+             "the rest of the CPU of the handlers' own threads (their heartbeat threads and the "
+             "processes' other work left out) spread over their encodes and decodes. Nothing is "
+             "fitted to the counts or the times.", "",
+             "| N | torch, each run: time to form, CAS | torch: formed, mean CAS | client CPU per encode/decode | model, each seed: time, CAS | model: formed, mean CAS | CAS model / torch | time model / torch | within 25% |",
+             "|---:|---|---|---:|---|---|---:|---:|---|"]
+    for row in rows:
+        runs, model = row["torch"], row["model"]
+        t_cas, m_cas = _mean([r["cas"] for r in runs]), _mean([m["cas"] for m in model])
+        t_done = sum(r["completed"] for r in runs)
+        m_done = sum(m["completed"] for m in model)
+        t_time = _mean([r["wall_s"] for r in runs if r["completed"]])
+        m_time = _mean([m["wall_s"] for m in model if m["completed"]])
+        ratio = m_cas / t_cas if t_cas else float("nan")
+        tratio = m_time / t_time if t_time and m_time else None
+        same = (t_done == len(runs)) == (m_done == len(model)) and (t_done == 0) == (m_done == 0)
+        ok = same and abs(ratio - 1) <= 0.25 and (tratio is None or abs(tratio - 1) <= 0.25)
         lines.append(
-            f"| {r['n']} | {_outcome(r['completed'], r['wall_s'], join_timeout)} | {r['cas']:,} | "
-            f"{r['gets']:,} | {1e3 * r['base_s']:.2f} ms + {1e9 * r['per_byte_s']:.0f} ns/byte | "
-            f"{_outcome(m['completed'], m['wall_s'], join_timeout)} | {m['cas']:,} | {m['gets']:,} | "
-            f"{ratio:.2f} | {'-' if tratio is None else f'{tratio:.2f}'} | {'yes' if ok else 'no'} |")
-    lines += ["", "*within 25%*: the same outcome, CAS attempts within 25% of torch's and, where "
-              "both formed, the time to form too. A row that timed out compares the attempts "
-              "made until the join timeout."]
+            f"| {row['n']} | {_outcomes(runs, join_timeout)} | {t_done} of {len(runs)}, {t_cas:,.0f} | "
+            f"{1e3 * row['base_s']:.2f} ms + {1e9 * row['per_byte_s']:.0f} ns/byte | "
+            f"{_outcomes(model, join_timeout)} | {m_done} of {len(model)}, {m_cas:,.0f} | {ratio:.2f} | "
+            f"{'-' if tratio is None else f'{tratio:.2f}'} | {'yes' if ok else 'no'} |")
+    lines += ["", "*within 25%*: the same outcome (formed or timed out), the mean CAS attempts "
+              "within 25% of torch's and, where both formed, the mean time to form too. A run "
+              "that timed out counts the attempts made until the join timeout."]
     (ROOT / "reports" / "many_clients_c10d.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -126,14 +147,26 @@ def main():
     ap.add_argument("--protocol", choices=("hrw", "c10d"), default="hrw")
     ap.add_argument("--keep-alive", type=float, default=5.0, help="c10d: keep_alive_interval (s)")
     ap.add_argument("--join-timeout", type=float, default=60.0, help="c10d: join timeout (s)")
+    ap.add_argument("--repeat", type=int, default=3, help="c10d: torch runs per N")
+    ap.add_argument("--seeds", type=int, default=3, help="c10d: model seeds per N")
+    ap.add_argument("--remodel", action="store_true",
+                    help="c10d: keep the torch runs of reports/many_clients_c10d.json, redo the model")
     a = ap.parse_args()
     if a.protocol == "c10d":
         import torch
         procs = a.procs or 4
-        rows = c10d_rows(a.n or [64, 128, 256, 512], procs, a.keep_alive, a.join_timeout)
         meta = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
                 "date": time.strftime("%Y-%m-%d %H:%M"), "procs": procs,
                 "torch": torch.__version__, "python": platform.python_version()}
+        saved = None
+        if a.remodel:
+            old = json.loads((ROOT / "reports" / "many_clients_c10d.json").read_text())
+            saved = {row["n"]: row["torch"] for row in old["rows"]}
+            meta = {k: old[k] for k in ("machine", "date", "procs", "torch", "python")}
+            meta["modelled"] = time.strftime("%Y-%m-%d %H:%M")
+            a.keep_alive, a.join_timeout = old["keep_alive_s"], old["join_timeout_s"]
+        rows = c10d_rows(a.n or ([*saved] if saved else [64, 128, 256, 512]), procs, a.keep_alive,
+                         a.join_timeout, a.repeat, a.seeds, saved)
         c10d_report(rows, meta, a.keep_alive, a.join_timeout)
         return
     a.n, a.procs = a.n or [256, 512, 1024], a.procs or 8
