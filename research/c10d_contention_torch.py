@@ -101,7 +101,7 @@ def measure(n: int, port: int, keep_alive: float = 5.0, join_timeout: float = 12
             "state_bytes_base64": state_bytes, "ranks_ok": ranks == list(range(n)), "errors": errors}
 
 
-def _process_node(i, n, port, q, clock=False, burn=0, log=False):
+def _process_node(i, n, port, q, clock=False, burn=0, log=False, ka_attempts=3):
     """One node in a process of its own: join when every node is ready (a barrier), count."""
     import random
     random.seed()          # forked children would share the parent's draws of torch's 0-0.3 s delay
@@ -112,7 +112,8 @@ def _process_node(i, n, port, q, clock=False, burn=0, log=False):
     backend = C10dRendezvousBackend(counting, f"prun{n}")
     handler = DynamicRendezvousHandler.from_backend(
         run_id=f"prun{n}", store=client, backend=backend, min_nodes=n, max_nodes=n,
-        local_addr=f"127.0.0.{i + 2}", timeout=RendezvousTimeout(join=timedelta(seconds=120)))
+        local_addr=f"127.0.0.{i + 2}", timeout=RendezvousTimeout(join=timedelta(seconds=120)),
+        keep_alive_max_attempt=ka_attempts)
     client.add("bench/ready", 1)
     client.wait(["bench/go"])
     t0, c0 = time.perf_counter(), time.thread_time()
@@ -137,13 +138,14 @@ def burn_iterations(ms: float) -> int:
     return int(k * ms * 1e-3 / (time.perf_counter() - t)) if ms > 0 else 0
 
 
-def setup_name(method: str, clock: bool = False, extra_ms: float = 0.0) -> str:
-    """How a run's setup is named in the report: fork, spawn, fork+clock, fork+1ms, ..."""
-    return method + ("+clock" if clock else "") + (f"+{extra_ms:g}ms" if extra_ms else "")
+def setup_name(method: str, clock: bool = False, extra_ms: float = 0.0, ka_attempts: int = 3) -> str:
+    """How a run's setup is named in the report: fork, spawn, fork+clock, fork+1ms, fork+ka100..."""
+    return (method + ("+clock" if clock else "") + (f"+{extra_ms:g}ms" if extra_ms else "")
+            + (f"+ka{ka_attempts}" if ka_attempts != 3 else ""))
 
 
 def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_ms: float = 0.0,
-                      log: bool = False) -> dict:
+                      log: bool = False, ka_attempts: int = 3) -> dict:
     """One OS process per node (torch imported before the start line), released at once.
 
     `spawn` imports torch in every process (~190 MB private each: N = 64 at most in 24 GB);
@@ -157,7 +159,7 @@ def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_
     ctx = mp.get_context(method)
     q = ctx.Queue()
     burn = burn_iterations(extra_ms)
-    procs = [ctx.Process(target=_process_node, args=(i, n, port, q, clock, burn, log))
+    procs = [ctx.Process(target=_process_node, args=(i, n, port, q, clock, burn, log, ka_attempts))
              for i in range(n)]
     for p in procs:
         p.start()
@@ -171,7 +173,7 @@ def measure_processes(n: int, method: str = "spawn", clock: bool = False, extra_
         p.join(30)
     cas = sum(r["counts"].get("compare_set", 0) for r in rows)
     ok = sorted(r["result"][0] for r in rows if isinstance(r["result"], tuple)) == list(range(n))
-    out = {"n": n, "start": setup_name(method, clock, extra_ms), "compare_set_total": cas,
+    out = {"n": n, "start": setup_name(method, clock, extra_ms, ka_attempts), "compare_set_total": cas,
             "get": sum(r["counts"].get("get", 0) for r in rows),
             "client_cpu_s": sum(r["cpu_s"] for r in rows),
             "cold_cpu_s": sum(r["cold_cpu_s"] for r in rows),
@@ -193,17 +195,20 @@ def main():
     ap.add_argument("--extra-cpu", type=float, default=0.0, metavar="MS",
                     help="burn MS of CPU before each CAS")
     ap.add_argument("--repeat", type=int, default=1, metavar="K", help="runs per N")
+    ap.add_argument("--keep-alive-attempts", type=int, default=3, metavar="K",
+                    help="keep_alive_max_attempt: missed beats before a node looks dead")
     a = ap.parse_args()
     processes, method = a.fork or a.processes, "fork" if a.fork else "spawn"
     name = "c10d_contention_torch_processes.json" if processes else "c10d_contention_torch.json"
     path = Path(__file__).resolve().parents[1] / "reports" / name
     # runs are kept per (N, setup): new runs replace that setup's old ones, not the others
-    setup = setup_name(method, a.clock, a.extra_cpu) if processes else None
+    setup = setup_name(method, a.clock, a.extra_cpu, a.keep_alive_attempts) if processes else None
     old = json.loads(path.read_text())["runs"] if path.exists() else []
     out = [r for r in old if not (r["n"] in a.ns and r.get("start", "spawn" if processes else None) == setup)]
     for i, n in enumerate(a.ns):
         for _ in range(a.repeat):
-            r = measure_processes(n, method, a.clock, a.extra_cpu) if processes else measure(n, 29700 + i)
+            r = (measure_processes(n, method, a.clock, a.extra_cpu, ka_attempts=a.keep_alive_attempts)
+                 if processes else measure(n, 29700 + i))
             print(json.dumps(r), flush=True)
             out.append(r)
     out.sort(key=lambda r: (r["n"], str(r.get("start"))))
