@@ -53,9 +53,11 @@ READING = [
     "not even a 60 s keep-alive with an hour's join timeout: the storm of 2,047 agents leaving "
     "and joining at once outlasts it. At this size the setting that matters is the backend: a "
     "rendezvous whose cost per host does not grow with N (hrw, static).",
-    "- **Wall time and memory**: a c10d run costs what its store serves (about 90 us of wall time "
-    "per request), so the runs that stall are bounded by the join timeout: 10,000 hosts in about "
-    "3 minutes and 230 MB. Targets were < 60 s for 2,048 hosts and < 10 minutes, < 4 GB for 10,000.",
+    "- **Wall time and memory**: a c10d run costs what its store serves (about 30 us of wall time "
+    "per request on this machine; 90 us on the busier one of the run before), so the runs that "
+    "stall are bounded by the join timeout: 2,048 hosts in under a minute, 10,000 in about a "
+    "minute and 250 MB (targets: < 60 s for 2,048, < 10 minutes and < 4 GB for 10,000). From "
+    "2,048 hosts up that is the stall of round 0: the crash and the re-form never come.",
     "- **What rests on the model alone**: every c10d row above 256 hosts (one machine runs no "
     "more handlers; at 256 torch's own handlers stall where the model forms: "
     "docs/c10d-at-scale.md). The store's per-byte cost (2 ns/byte by default; torch's TCPStore "

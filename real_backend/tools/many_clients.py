@@ -29,6 +29,23 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK
 
 
+def _release(conn, node, indices: list[int], go: threading.Event, results: list, wait: float):
+    """A client process's end: one thread per node, ready to the parent, all released at the
+    shared start instant, their rows sent back; then exit at once."""
+    threads = [threading.Thread(target=node, args=(i,), daemon=True) for i in indices]
+    for t in threads:
+        t.start()
+    conn.send(("ready", os.getpid()))
+    start_at = conn.recv()                        # a shared monotonic instant
+    time.sleep(max(0.0, start_at - time.monotonic()))
+    go.set()
+    for t in threads:
+        t.join(wait)
+    conn.send(("done", results))
+    conn.close()
+    os._exit(0)                                   # abandoned store threads must not block exit
+
+
 def _client_proc(conn, host: str, port: int, indices: list[int], n: int, run_id: str):
     """One client process: one thread per node; reports (index, t0, t1, rank, digest, ops)."""
     from rdzv_sim.protocols.base import NodeInfo
@@ -59,18 +76,7 @@ def _client_proc(conn, host: str, port: int, indices: list[int], n: int, run_id:
         with lock:
             results.append(out)
 
-    threads = [threading.Thread(target=node, args=(i,), daemon=True) for i in indices]
-    for t in threads:
-        t.start()
-    conn.send(("ready", os.getpid()))
-    start_at = conn.recv()                        # a shared monotonic instant
-    time.sleep(max(0.0, start_at - time.monotonic()))
-    go.set()
-    for t in threads:
-        t.join(300)
-    conn.send(("done", results))
-    conn.close()
-    os._exit(0)                                   # abandoned store threads must not block exit
+    _release(conn, node, indices, go, results, 300)
 
 
 class CountingStore:
@@ -138,18 +144,7 @@ def _c10d_client_proc(conn, host: str, port: int, indices: list[int], n: int, ru
         with lock:
             results.append(out)
 
-    threads = [threading.Thread(target=node, args=(i,), daemon=True) for i in indices]
-    for t in threads:
-        t.start()
-    conn.send(("ready", os.getpid()))
-    start_at = conn.recv()
-    time.sleep(max(0.0, start_at - time.monotonic()))
-    go.set()
-    for t in threads:
-        t.join(join_timeout + 120)
-    conn.send(("done", results))
-    conn.close()
-    os._exit(0)
+    _release(conn, node, indices, go, results, join_timeout + 120)
 
 
 def run(n: int, procs: int = 4, host: str = "127.0.0.1", protocol: str = "hrw",
