@@ -135,12 +135,12 @@ def _c10d_client_proc(conn, host: str, port: int, indices: list[int], n: int, ru
         go.wait()
         t0, c0 = time.monotonic(), time.thread_time()
         try:
-            info = handlers[i].next_rendezvous()
-            out = (i, t0, time.monotonic(), info.rank, "", 0, "")
+            rank, err = handlers[i].next_rendezvous().rank, ""
         except Exception as e:  # noqa: BLE001 - reported to the parent
-            out = (i, t0, time.monotonic(), -1, "", 0, type(e).__name__)
-        c = stores[i]              # the CPU of this node's own thread: its decode, decide, encode
-        out = out[:5] + (c.cas + c.gets, out[6], c.cas, c.gets, c.coded, time.thread_time() - c0)
+            rank, err = -1, type(e).__name__
+        t1, c = time.monotonic(), stores[i]
+        # _client_proc's row, then the counts and this node's own thread CPU (decode, decide, encode)
+        out = (i, t0, t1, rank, "", c.cas + c.gets, err, c.cas, c.gets, c.coded, time.thread_time() - c0)
         with lock:
             results.append(out)
 
