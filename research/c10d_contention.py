@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 import rdzv_sim  # noqa: E402
 
-FORK_NS = [8, 16, 32, 48, 64, 96, 128, 256]
+FORK_NS = [8, 16, 32, 48, 64, 96, 128, 192, 256]
 EXTRA_NS = [48, 64, 96]                        # with 1 and 2 ms more CPU per attempt
 SPAWN_NS = [8, 16, 32]
 SEEDS = (1, 2, 3, 4)
