@@ -69,5 +69,6 @@ def estimate(sc) -> Estimate:
     elif name == "c10d":
         faster = ("c10d has no aggregate fidelity: each round is simulated attempt by attempt; "
                   "fewer interruptions or nodes, or hrw at fidelity aggregate (about "
-                  f"{k * PER_ROUND[('aggregate', 'hrw')](n, sc):,.0f} s)")
+                  f"{k * PER_ROUND[('aggregate', 'hrw')](n, sc):,.0f} s)"
+                  + ("; what c10d's storms do at this size: docs/c10d-at-scale.md" if n >= 1024 else ""))
     return Estimate(k, k * cost(n, sc), sc.fidelity, faster)
