@@ -86,7 +86,7 @@ def test_same_seed_same_tables_at_a_few_hundred_hosts():
 
 def test_1024_hosts_re_form_after_a_crash_without_the_dead_one():
     """Shortened: a store and clients with no per-byte cost and a 60 s keep-alive, so that the
-    storms (about 0.9 million store requests) end; with torchrun's defaults the re-form at
+    storms end; with torchrun's defaults the re-form at
     1,024 hosts does not end within the join timeout (reports/scale_c10d.md runs every size)."""
     sc = crash(1024, ["store.service_per_byte=0", "cluster.cpu.per_byte=0",
                       "protocol.keep_alive_interval=60"])
