@@ -90,7 +90,7 @@ def _mean(xs):
     return sum(xs) / len(xs) if xs else None
 
 
-def _outcomes(runs, join_timeout: float) -> str:
+def _outcomes(runs) -> str:
     return " / ".join(f"{r['wall_s']:.1f} s, {r['cas']:,}" if r["completed"] else
                       f"timed out, {r['cas']:,}" for r in runs)
 
@@ -129,9 +129,9 @@ def c10d_report(rows, meta, keep_alive: float, join_timeout: float) -> None:
         same = (t_done == len(runs)) == (m_done == len(model)) and (t_done == 0) == (m_done == 0)
         ok = same and abs(ratio - 1) <= 0.25 and (tratio is None or abs(tratio - 1) <= 0.25)
         lines.append(
-            f"| {row['n']} | {_outcomes(runs, join_timeout)} | {t_done} of {len(runs)}, {t_cas:,.0f} | "
+            f"| {row['n']} | {_outcomes(runs)} | {t_done} of {len(runs)}, {t_cas:,.0f} | "
             f"{1e3 * row['base_s']:.2f} ms + {1e9 * row['per_byte_s']:.0f} ns/byte | "
-            f"{_outcomes(model, join_timeout)} | {m_done} of {len(model)}, {m_cas:,.0f} | {ratio:.2f} | "
+            f"{_outcomes(model)} | {m_done} of {len(model)}, {m_cas:,.0f} | {ratio:.2f} | "
             f"{'-' if tratio is None else f'{tratio:.2f}'} | {'yes' if ok else 'no'} |")
     lines += ["", "*within 25%*: the same outcome (formed or timed out), the mean CAS attempts "
               "within 25% of torch's and, where both formed, the mean time to form too. A run "

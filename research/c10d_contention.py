@@ -22,7 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-import rdzv_sim  # noqa: E402
+from rdzv_sim.scenario import load  # noqa: E402
+from rdzv_sim.sim.simulation import Simulation  # noqa: E402
 
 FORK_NS = [8, 16, 32, 48, 64, 96, 128, 192, 256]
 EXTRA_NS = [48, 64, 96]                        # with 1 and 2 ms more CPU per attempt
@@ -34,8 +35,6 @@ ISSUE = {8: 31, 32: 282, 128: 3936}          # "measured on torch" in the issue 
 def model(n: int, cpu: dict, seed: int = 1, factory=None) -> int:
     """Total CAS attempts (joins + each handler's sentinel) when n nodes join at once;
     `factory` makes the shared cores (rdzv_sim.models.cpu), e.g. an instrumented scheduler."""
-    from rdzv_sim.scenario import load
-    from rdzv_sim.sim.simulation import Simulation
     sc = {"name": f"c10d-contention-{n}", "seed": seed, "duration": 130,
           "cluster": {"nodes": n, "nproc_per_node": 1, "start_spread": 0.0, "cpu": cpu},
           "store": {"host": None}, "shards": {"count": 0},

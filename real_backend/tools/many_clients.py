@@ -140,7 +140,8 @@ def _c10d_client_proc(conn, host: str, port: int, indices: list[int], n: int, ru
             rank, err = -1, type(e).__name__
         t1, c = time.monotonic(), stores[i]
         # _client_proc's row, then the counts and this node's own thread CPU (decode, decide, encode)
-        out = (i, t0, t1, rank, "", c.cas + c.gets, err, c.cas, c.gets, c.coded, time.thread_time() - c0)
+        out = (i, t0, t1, rank, "", c.cas + c.gets, err,
+               {"cas": c.cas, "gets": c.gets, "coded_bytes": c.coded, "node_cpu_s": time.thread_time() - c0})
         with lock:
             results.append(out)
 
@@ -198,8 +199,7 @@ def run(n: int, procs: int = 4, host: str = "127.0.0.1", protocol: str = "hrw",
             "one_digest": len({r[4] for r in results}) == 1, "errors": errors[:3],
             "latency_p50": sorted(r[2] - r[1] for r in results)[len(results) // 2]}
     if protocol == "c10d":
-        out.update(cas=sum(r[7] for r in results), gets=sum(r[8] for r in results),
-                   coded_bytes=sum(r[9] for r in results), node_cpu_s=sum(r[10] for r in results),
+        out.update({k: sum(r[7][k] for r in results) for k in results[0][7]},
                    completed=not errors and out["ranks_ok"])
     return out
 
