@@ -56,9 +56,9 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         if sc.store.kind != "tcpstore":
             out.append((("store", "kind"), "fidelity: aggregate models one TCPStore only; use "
                         "fidelity: per_operation for a replicated store"))
-        if p.name != "hrw":
-            out.append((("protocol", "name"), f"fidelity: aggregate models the hrw protocol only, "
-                        f"not {p.name!r}; use fidelity: per_operation"))
+        if p.name not in ("hrw", "c10d"):
+            out.append((("protocol", "name"), f"fidelity: aggregate models the hrw and c10d "
+                        f"protocols, not {p.name!r}; use fidelity: per_operation"))
         for i, f in enumerate(sc.faults):
             if f.kind not in AGGREGATE_FAULTS:
                 out.append((("faults", i, "kind"), f"{f.kind!r} is not modelled by fidelity: "

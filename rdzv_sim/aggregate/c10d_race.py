@@ -1,0 +1,383 @@
+"""torchrun's c10d rendezvous in aggregate: the one blob's compare-and-set race, a write at a time.
+
+Every agent has at most one request at the store (a compare-and-set, or the read before one),
+and the store serves them first in, first out. A step finds the next write: the pending
+requests are served in arrival order (Lindley's recursion over numpy arrays, as `queue.Fifo`),
+each one that carries an old token fails and comes back after the client's time (reply,
+decode, decide, encode, request), and the first request that carries the current token wins.
+That is the per-operation model's race attempt for attempt, for one numpy pass per write
+instead of a few SimPy events per attempt: a storm of N agents costs O(N) writes, not O(N^2)
+attempts. The decisions are torch's (`protocols/c10d/decisions.py`) on the one current state:
+an attempt wins only if the state has not changed since its agent decided.
+
+What it leaves to averages (the per-operation model makes them requests): the once-a-second
+reads of agents that wait and of running members, and the background heartbeats, as a load
+that stretches the store's service; a node's latency without jitter. Its agreement with the
+per-operation model is in reports/c10d_aggregate.md.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from ..protocols.c10d import decisions as D
+from ..protocols.c10d.protocol import CACHE_DURATION, ROUND0_DELAY, SYNC_DELAY
+from ..protocols.c10d.state import State, blob_size
+
+A = D.Action
+WRITES = frozenset({A.KEEP_ALIVE, A.ADD_TO_PARTICIPANTS, A.ADD_TO_WAIT_LIST, A.ADD_TO_REDUNDANCY_LIST,
+                    A.REMOVE_FROM_PARTICIPANTS, A.REMOVE_FROM_WAIT_LIST,
+                    A.REMOVE_FROM_REDUNDANCY_LIST, A.MARK_RENDEZVOUS_COMPLETE})
+CAS, GET = 0, 1
+EXIT, JOIN = 1, 2                      # the op an agent runs (torch's _RendezvousExitOp, JoinOp)
+INF = math.inf
+
+
+class C10dRace:
+    """The agents of one job and the store's blob. `enter`, `kill` and `advance` drive it; what
+    happened comes back from `advance` as (time, agent, what, detail) tuples:
+    ("join", {}), ("confirmed", {round, rank, nnodes, cas}), ("waiting", {}), ("timeout", {}),
+    ("complete", {round, members})."""
+
+    def __init__(self, descs: list[str], lat: np.ndarray, s: D.Settings, join_timeout: float,
+                 service_base: float, service_per_byte: float, cpu_base: float,
+                 cpu_per_byte: float, rng: np.random.Generator, wall_epoch: float = 1.7e9):
+        n = len(descs)
+        self.desc, self.lat = descs, np.asarray(lat, dtype=float)
+        self.index = {d: i for i, d in enumerate(descs)}
+        self.s, self.join_timeout, self.rng, self.epoch0 = s, join_timeout, rng, wall_epoch
+        self.sb, self.spb, self.cb, self.cpb = service_base, service_per_byte, cpu_base, cpu_per_byte
+        self.addr_len = max(len(d.rsplit("_", 2)[0]) for d in descs)
+        self.key_len = 30
+        self.st, self.v = State(), 0
+        self.free_at = 0.0
+        self.pend_t = np.full(n, INF)             # arrival of each agent's pending request
+        self.pend_tok = np.zeros(n, dtype=np.int64)
+        self.pend_kind = np.zeros(n, dtype=np.int8)
+        self.op = [0] * n                         # EXIT, JOIN, or 0 (not in a rendezvous)
+        self.deadline = [INF] * n
+        self.last_sync = [-INF] * n
+        self.seen_round = [0] * n
+        self.made = [False] * n
+        self.alive = [False] * n
+        self.cas = [0] * n                        # attempts since the rendezvous started
+        self.leaving: dict[int, object] = {}      # pending agents whose next reply ends their race
+        self.idle: set[int] = set()
+        self.running = [False] * n                # members polling num_nodes_waiting
+        self.n_running = self.n_alive = 0
+        self.gen = [0] * n                        # an idle agent's wake-ups of an earlier wait are void
+        self.timers: list = []                    # (time, seq, kind, agent, gen)
+        self.seq = 0
+        self.dead: dict[str, float] = {}          # crashed descriptor -> wall time its beats stopped
+        self.attempts = self.ops = self.bytes = 0
+        self.now = 0.0
+        self._plan = None
+        self.out: list = []
+
+    # --- sizes and costs ------------------------------------------------------------------
+    def size(self) -> int:
+        st = self.st
+        return blob_size(len(st.participants), len(st.wait_list) + len(st.redundancy_list), self.addr_len)
+
+    def wall(self, t: float) -> float:
+        return self.epoch0 + t
+
+    def _stretch(self, size: int) -> float:
+        """Service stretched by the reads and heartbeats the race does not step (M/M/1, as the
+        per-operation store does for its background load)."""
+        read = self.sb + self.spb * (size + self.key_len)
+        rho = (len(self.idle) + self.n_running) * read / SYNC_DELAY
+        rho += self.n_alive * read / (self.s.keep_alive_interval + CACHE_DURATION)
+        return 1.0 / (1.0 - min(rho, 0.95))
+
+    # --- the agents' side ---------------------------------------------------------------
+    def enter(self, i: int, t: float) -> None:
+        """Agent `i` calls next_rendezvous at `t`: the exit op, then the join op."""
+        self.n_alive += not self.alive[i]
+        self.alive[i] = True
+        self._stop_running(i)
+        self.gen[i] += 1
+        self.idle.discard(i)
+        self.leaving.pop(i, None)
+        self.op[i], self.cas[i] = EXIT, 0
+        delay = ROUND0_DELAY * float(self.rng.random()) if self.seen_round[i] == 0 else 0.0
+        arrive = t + delay + self.lat[i]
+        if not self.made[i]:                      # the backend's sentinel compare-and-set
+            self.made[i] = True
+            self.ops += 1
+            self.bytes += self.key_len + 24
+            arrive += 2 * self.lat[i] + self.sb
+        self.deadline[i] = t + delay + self.join_timeout
+        self._request(i, arrive, GET)
+        self._timer(self.deadline[i] + 1e-6, "deadline", i)
+
+    def kill(self, i: int, t: float) -> None:
+        """Agent `i` is gone (its host crashed, or it stopped): no more requests, no more beats."""
+        if not self.alive[i]:
+            return
+        self.alive[i] = False
+        self.n_alive -= 1
+        self._stop_running(i)
+        self.gen[i] += 1
+        self.idle.discard(i)
+        self.leaving.pop(i, None)
+        self.op[i] = 0
+        self.pend_t[i] = INF
+        self._plan = None
+        d = self.desc[i]
+        self.dead[d] = self.wall(t)
+        self._timer(t + self.s.keep_alive_interval * self.s.keep_alive_max_attempt + 1e-6, "expire", i)
+
+    def _stop_running(self, i: int) -> None:
+        if self.running[i]:
+            self.running[i] = False
+            self.n_running -= 1
+
+    def rename(self, i: int, desc: str) -> None:
+        """Agent `i`'s host started a new agent process: a new descriptor, a new backend."""
+        self.index.pop(self.desc[i], None)
+        self.desc[i], self.made[i], self.seen_round[i] = desc, False, 0
+        self.index[desc] = i
+
+    def _request(self, i: int, t: float, kind: int) -> None:
+        self.pend_t[i], self.pend_tok[i], self.pend_kind[i] = t, self.v, kind
+        self._plan = None
+
+    def _timer(self, t: float, kind: str, i: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.timers, (t, self.seq, kind, i, self.gen[i]))
+
+    def _tick(self, i: int, t: float) -> float:
+        """The first of agent i's once-a-second reads at or after `t`."""
+        ls = self.last_sync[i]
+        k = max(1, math.ceil((t - ls) / SYNC_DELAY))
+        return ls + k * SYNC_DELAY + 1e-6
+
+    def _decide(self, i: int, t: float):
+        st, d = self.st, self.desc[i]
+        if self.op[i] == EXIT:
+            return D.exit_(st, d, t, self.deadline[i])
+        beat = self.wall(t) if st.complete and d in st.last_heartbeats else None
+        return D.join(st, d, self.s, t, self.deadline[i], self.wall(t), beat)
+
+    def _z(self, i: int, size: int, desired: int) -> float:
+        """Reply, decode, decide, encode, request: from service to the next request's arrival."""
+        return 2 * self.lat[i] + 2 * self.cb + self.cpb * (size + desired)
+
+    def _after_reply(self, i: int, t_served: float, size: int) -> None:
+        """Agent i got the state (a read, a failed or a won attempt) served at `t_served`: it
+        decides, and either races again, waits, or is done."""
+        t = t_served + self.lat[i] + self.cb + self.cpb * size
+        self.last_sync[i] = t
+        self.seen_round[i] = self.st.round
+        while True:
+            act = self._decide(i, t)
+            if act is A.FINISH and self.op[i] == EXIT:
+                self.op[i] = JOIN
+                self.out.append((t, i, "join", {}))
+                continue
+            break
+        self.pend_t[i] = INF
+        if act in WRITES:
+            self._request(i, t + self.cb + self.cpb * size + self.lat[i], CAS)
+        elif act is A.FINISH:
+            st = self.st
+            self.op[i] = 0
+            self.running[i] = True
+            self.n_running += 1
+            self.out.append((t, i, "confirmed", {"round": st.round, "rank": st.participants[self.desc[i]],
+                                                  "nnodes": len(st.participants), "cas": self.cas[i]}))
+        elif act is A.SYNC:
+            self._wait(i, t)
+        else:                                     # timeout, closed
+            self.op[i] = 0
+            self.alive[i] = False
+            self.n_alive -= 1
+            self.out.append((t, i, "timeout" if act is A.ERROR_TIMEOUT else "closed", {}))
+
+    def _wait(self, i: int, t: float) -> None:
+        """SYNC: sleep until something can change i's decision, then read at its next tick."""
+        self.idle.add(i)
+        self.gen[i] += 1
+        st, d, s = self.st, self.desc[i], self.s
+        due = [self.deadline[i]]
+        if not st.complete:
+            if st.deadline is not None and d in st.participants:
+                due.append(st.deadline - self.epoch0)
+            last = st.last_heartbeats.get(d)
+            if last is not None:
+                due.append(last + s.keep_alive_interval - self.epoch0)
+        self._timer(self._tick(i, max(min(due), t)), "read", i)
+
+    def _wake_all(self, t: float) -> None:
+        """The blob changed in a way that can change waiting agents' decisions: each reads at
+        its next tick."""
+        for i in self.idle:
+            self.gen[i] += 1
+            self._timer(self._tick(i, t), "read", i)
+
+    # --- the store's side ---------------------------------------------------------------
+    def _epoch(self):
+        st = self.st
+        return (st.round, st.complete, st.closed, len(st.participants) >= self.s.max_nodes,
+                st.deadline is None)
+
+    def _step(self):
+        """The next write as (arrival of the winning request, its agent, when it is served,
+        the agents served before it and their departures); None if nothing is pending."""
+        if self._plan is not None:
+            return self._plan
+        act = np.flatnonzero(self.pend_t < INF)
+        if not act.size:
+            self._plan = (INF, -1, INF, act, act)
+            return self._plan
+        order = act[np.argsort(self.pend_t[act], kind="stable")]
+        a = self.pend_t[order]
+        size = self.size()
+        stretch = self._stretch(size)
+        s_cas = (self.sb + self.spb * (self.key_len + 2 * size)) * stretch
+        s_get = (self.sb + self.spb * (self.key_len + size)) * stretch
+        kind = self.pend_kind[order]
+        s = np.where(kind == CAS, s_cas, s_get)
+        cum = np.cumsum(s)
+        start = a.copy()
+        start[0] = max(start[0], self.free_at)
+        dep = cum + np.maximum.accumulate(start - (cum - s))
+        current = (kind == CAS) & (self.pend_tok[order] == self.v)
+        z = 2 * self.lat[order] + 2 * self.cb + self.cpb * 2 * size
+        retry = dep + z
+        if self.leaving:
+            gone = np.fromiter((j in self.leaving for j in order.tolist()), bool, len(order))
+            retry[gone] = INF
+        cand = np.where(current, a, retry)
+        j = int(np.argmin(cand))
+        a_star = float(cand[j])
+        if a_star == INF:
+            self._plan = (INF, -1, INF, order, dep)
+            return self._plan
+        k = int(np.searchsorted(a, a_star, side="left"))
+        if current[j]:
+            k = j
+        begin = max(a_star, float(dep[k - 1]) if k > 0 else self.free_at)
+        self._plan = (a_star, int(order[j]), begin + s_cas, order[:k], dep[:k])
+        return self._plan
+
+    def _commit(self) -> None:
+        a_star, w_i, w_t, served, dep = self._plan
+        self._plan = None
+        size = self.size()
+        kinds = self.pend_kind[served]
+        n_cas = int(np.sum(kinds == CAS))
+        self.attempts += n_cas
+        self.ops += len(served)
+        self.bytes += n_cas * (self.key_len + 2 * size) + (len(served) - n_cas) * (self.key_len + size)
+        retried = None                            # the winner's own request, if it failed first
+        for j, d_j, kd in zip(served.tolist(), dep.tolist(), kinds.tolist()):
+            if kd == CAS:
+                self.cas[j] += 1
+            if j == w_i:
+                retried = d_j
+                continue
+            if self.leaving.pop(j, None) is not None or kd == GET:
+                self._after_reply(j, d_j, size)
+            else:                                 # it decides the same again: race on
+                self.pend_t[j] = d_j + self._z(j, size, size)
+                self.pend_tok[j] = self.v
+        if retried is not None:                   # it decided on this very state
+            t_dec = retried + self.lat[w_i] + self.cb + self.cpb * size
+            self.leaving.pop(w_i, None)
+        else:
+            t_dec = a_star - self.lat[w_i] - self.cb - self.cpb * size
+        act = self._decide(w_i, t_dec) if w_i not in self.leaving else None
+        if act not in WRITES:                     # it does not write after all: no win
+            self.leaving.pop(w_i, None)
+            self.free_at = max(self.free_at, float(dep[-1]) if len(dep) else self.free_at)
+            self._after_reply(w_i, retried if retried is not None else a_star, size)
+            return
+        self.free_at = w_t
+        self.attempts += 1
+        self.ops += 1
+        self.cas[w_i] += 1
+        self.bytes += self.key_len + 2 * size
+        before = self._epoch()
+        self._expire_now(w_t)
+        D.apply(act, self.st, self.desc[w_i], self.s, self.wall(t_dec))
+        self.v += 1
+        if act is A.ADD_TO_WAIT_LIST:
+            self.out.append((w_t, w_i, "waiting", {}))
+        if self.st.complete and not before[1]:
+            self.out.append((w_t, w_i, "complete", {"round": self.st.round,
+                                                      "members": list(self.st.participants)}))
+        self._after_reply(w_i, w_t, self.size())
+        if self._epoch() != before:
+            self._rethink(w_t)
+
+    def _rethink(self, t: float) -> None:
+        """The state changed in kind: racing agents decide again at their next reply, waiting
+        ones at their next tick."""
+        self._wake_all(t)
+        for j in np.flatnonzero((self.pend_t < INF) & (self.pend_kind == CAS)).tolist():
+            if self._decide(j, t) not in WRITES:
+                self.leaving[j] = True
+        self._plan = None
+
+    def _expire_now(self, t: float) -> None:
+        """Dead nodes whose heartbeats expired leave the state (as the next write would say)."""
+        if not self.dead:
+            return
+        limit = self.wall(t) - self.s.keep_alive_interval * self.s.keep_alive_max_attempt
+        gone = [d for d, beat in self.dead.items() if beat < limit and d in self.st.last_heartbeats]
+        if gone:
+            D.remove_dead(self.st, gone, self.s)
+            for d in gone:
+                del self.dead[d]
+
+    # --- time -----------------------------------------------------------------------------
+    def next_time(self) -> float:
+        a_star, _, w_t, _, _ = self._step()
+        t = w_t
+        if self.timers:
+            t = min(t, self.timers[0][0])
+        return t
+
+    def advance(self, until: float) -> list:
+        """Run everything due by `until`; returns what happened (and forgets it)."""
+        while True:
+            a_star, _, w_t, _, _ = self._step()
+            tt = self.timers[0][0] if self.timers else INF
+            if tt <= until and tt <= a_star:
+                t, _, kind, i, gen = heapq.heappop(self.timers)
+                self._fire(t, kind, i, gen)
+                continue
+            if w_t <= until:
+                self._commit()
+                continue
+            if tt <= until:
+                t, _, kind, i, gen = heapq.heappop(self.timers)
+                self._fire(t, kind, i, gen)
+                continue
+            break
+        self.now = max(self.now, until)
+        out, self.out = self.out, []
+        return out
+
+    def _fire(self, t: float, kind: str, i: int, gen: int) -> None:
+        if kind == "expire":
+            before = self._epoch()
+            self._expire_now(t)
+            if self._epoch() != before:
+                self._rethink(t)
+            else:
+                self._wake_all(t)
+            return
+        if gen != self.gen[i] or not self.alive[i]:
+            return
+        if kind == "read" and i in self.idle:
+            self.idle.discard(i)
+            self._request(i, t + self.lat[i], GET)
+        elif kind == "deadline" and self.op[i] and self.pend_t[i] < INF and self.pend_kind[i] == CAS:
+            if self._decide(i, t) not in WRITES:
+                self.leaving[i] = True
+                self._plan = None
