@@ -60,6 +60,7 @@ class C10dRace:
         self.deadline = [INF] * n
         self.last_sync = [-INF] * n
         self.seen_round = [0] * n
+        self.hb_start = [0.0] * n                 # its background heartbeat's first beat
         self.made = [False] * n
         self.alive = [False] * n
         self.cas = [0] * n                        # attempts since the rendezvous started
@@ -110,8 +111,9 @@ class C10dRace:
             self.bytes += self.key_len + 24
             arrive += 2 * self.lat[i] + self.sb
         self.deadline[i] = t + delay + self.join_timeout
+        self.hb_start[i] = t + delay
         self._request(i, arrive, GET)
-        self._timer(self.deadline[i] + 1e-6, "deadline", i)
+        self._timer(self.deadline[i] + 1e-6, "recheck", i)
 
     def kill(self, i: int, t: float) -> None:
         """Agent `i` is gone (its host crashed, or it stopped): no more requests, no more beats."""
@@ -159,8 +161,15 @@ class C10dRace:
         st, d = self.st, self.desc[i]
         if self.op[i] == EXIT:
             return D.exit_(st, d, t, self.deadline[i])
-        beat = self.wall(t) if st.complete and d in st.last_heartbeats else None
+        beat = self._beat(i, t) if st.complete and d in st.last_heartbeats else None
         return D.join(st, d, self.s, t, self.deadline[i], self.wall(t), beat)
+
+    def _beat(self, i: int, t: float) -> float:
+        """The wall time of i's latest background heartbeat (torch's keep-alive timer, which
+        beats every keep-alive interval plus its 1 s read and a write's round trip)."""
+        period = self.s.keep_alive_interval + CACHE_DURATION + 2 * self.lat[i] + self.sb
+        t0 = self.hb_start[i]
+        return self.wall(t0 + math.floor(max(0.0, t - t0) / period) * period)
 
     def _z(self, i: int, size: int, desired: int) -> float:
         """Reply, decode, decide, encode, request: from service to the next request's arrival."""
@@ -182,6 +191,9 @@ class C10dRace:
         self.pend_t[i] = INF
         if act in WRITES:
             self._request(i, t + self.cb + self.cpb * size + self.lat[i], CAS)
+            if act is A.KEEP_ALIVE and self.st.complete:    # its background beat may come first
+                period = self.s.keep_alive_interval + CACHE_DURATION + 2 * self.lat[i] + self.sb
+                self._timer(self._beat(i, t) - self.epoch0 + period + 1e-6, "recheck", i)
         elif act is A.FINISH:
             st = self.st
             self.op[i] = 0
@@ -203,12 +215,14 @@ class C10dRace:
         self.gen[i] += 1
         st, d, s = self.st, self.desc[i], self.s
         due = [self.deadline[i]]
+        last = st.last_heartbeats.get(d)
         if not st.complete:
             if st.deadline is not None and d in st.participants:
                 due.append(st.deadline - self.epoch0)
-            last = st.last_heartbeats.get(d)
             if last is not None:
                 due.append(last + s.keep_alive_interval - self.epoch0)
+        elif last is not None:                    # its background beat is late in each period
+            due.append(max(last, self._beat(i, t)) + s.keep_alive_interval - self.epoch0)
         self._timer(self._tick(i, max(min(due), t)), "read", i)
 
     def _wake_all(self, t: float) -> None:
@@ -377,7 +391,7 @@ class C10dRace:
         if kind == "read" and i in self.idle:
             self.idle.discard(i)
             self._request(i, t + self.lat[i], GET)
-        elif kind == "deadline" and self.op[i] and self.pend_t[i] < INF and self.pend_kind[i] == CAS:
+        elif kind == "recheck" and self.op[i] and self.pend_t[i] < INF and self.pend_kind[i] == CAS:
             if self._decide(i, t) not in WRITES:
                 self.leaving[i] = True
                 self._plan = None
