@@ -73,6 +73,7 @@ class C10dRace:
         self.seq = 0
         self.dead: dict[str, float] = {}          # crashed descriptor -> wall time its beats stopped
         self.attempts = self.ops = self.bytes = 0
+        self.last_win, self.read_ops = 0.0, 0.0
         self.now = 0.0
         self._plan = None
         self.out: list = []
@@ -311,6 +312,7 @@ class C10dRace:
             self._after_reply(w_i, retried if retried is not None else a_star, size)
             return
         self.free_at = w_t
+        self._polls(w_t, size)
         self.attempts += 1
         self.ops += 1
         self.cas[w_i] += 1
@@ -327,6 +329,16 @@ class C10dRace:
         self._after_reply(w_i, w_t, self.size())
         if self._epoch() != before:
             self._rethink(w_t)
+
+    def _polls(self, t: float, size: int) -> None:
+        """The reads the race does not step: a waiting agent, and a running member, reads the
+        blob once a second while it changes (counted as requests; their time is `_stretch`)."""
+        k = (len(self.idle) + self.n_running) * min(t - self.last_win, SYNC_DELAY) / SYNC_DELAY
+        self.last_win = t
+        self.read_ops += k
+        self.ops += int(self.read_ops)
+        self.bytes += int(self.read_ops) * (self.key_len + size)
+        self.read_ops -= int(self.read_ops)
 
     def _rethink(self, t: float) -> None:
         """The state changed in kind: racing agents decide again at their next reply, waiting
