@@ -63,8 +63,8 @@ class C10dRace:
         self.hb_start = [0.0] * n                 # its background heartbeat's first beat
         self.made = [False] * n
         self.alive = [False] * n
-        self.cas = [0] * n                        # attempts since the rendezvous started
-        self.leaving: dict[int, object] = {}      # pending agents whose next reply ends their race
+        self.cas = np.zeros(n, dtype=np.int64)    # attempts since the rendezvous started
+        self.leaving = np.zeros(n, dtype=bool)    # pending agents whose next reply ends their race
         self.idle: set[int] = set()
         self.running = [False] * n                # members polling num_nodes_waiting
         self.n_running = self.n_alive = 0
@@ -102,7 +102,7 @@ class C10dRace:
         self._stop_running(i)
         self.gen[i] += 1
         self.idle.discard(i)
-        self.leaving.pop(i, None)
+        self.leaving[i] = False
         self.op[i], self.cas[i] = EXIT, 0
         delay = ROUND0_DELAY * float(self.rng.random()) if self.seen_round[i] == 0 else 0.0
         arrive = t + delay + self.lat[i]
@@ -125,10 +125,11 @@ class C10dRace:
         self._stop_running(i)
         self.gen[i] += 1
         self.idle.discard(i)
-        self.leaving.pop(i, None)
+        self.leaving[i] = False
         self.op[i] = 0
         self.pend_t[i] = INF
-        self._plan = None
+        if self._plan is not None and (i == self._plan[1] or i in self._plan[3]):
+            self._plan = None
         d = self.desc[i]
         self.dead[d] = self.wall(t)
         self._timer(t + self.s.keep_alive_interval * self.s.keep_alive_max_attempt + 1e-6, "expire", i)
@@ -146,7 +147,8 @@ class C10dRace:
 
     def _request(self, i: int, t: float, kind: int) -> None:
         self.pend_t[i], self.pend_tok[i], self.pend_kind[i] = t, self.v, kind
-        self._plan = None
+        if self._plan is not None and t < self._plan[0]:     # it can come first: plan again
+            self._plan = None
 
     def _timer(self, t: float, kind: str, i: int) -> None:
         self.seq += 1
@@ -165,16 +167,20 @@ class C10dRace:
         beat = self._beat(i, t) if st.complete and d in st.last_heartbeats else None
         return D.join(st, d, self.s, t, self.deadline[i], self.wall(t), beat)
 
+    def _would_write(self, i: int, t: float) -> bool:
+        act = self._decide(i, t)
+        if act is A.FINISH and self.op[i] == EXIT:
+            st, d = self.st, self.desc[i]
+            beat = self._beat(i, t) if st.complete and d in st.last_heartbeats else None
+            act = D.join(st, d, self.s, t, self.deadline[i], self.wall(t), beat)
+        return act in WRITES
+
     def _beat(self, i: int, t: float) -> float:
         """The wall time of i's latest background heartbeat (torch's keep-alive timer, which
         beats every keep-alive interval plus its 1 s read and a write's round trip)."""
         period = self.s.keep_alive_interval + CACHE_DURATION + 2 * self.lat[i] + self.sb
         t0 = self.hb_start[i]
         return self.wall(t0 + math.floor(max(0.0, t - t0) / period) * period)
-
-    def _z(self, i: int, size: int, desired: int) -> float:
-        """Reply, decode, decide, encode, request: from service to the next request's arrival."""
-        return 2 * self.lat[i] + 2 * self.cb + self.cpb * (size + desired)
 
     def _after_reply(self, i: int, t_served: float, size: int) -> None:
         """Agent i got the state (a read, a failed or a won attempt) served at `t_served`: it
@@ -201,7 +207,7 @@ class C10dRace:
             self.running[i] = True
             self.n_running += 1
             self.out.append((t, i, "confirmed", {"round": st.round, "rank": st.participants[self.desc[i]],
-                                                  "nnodes": len(st.participants), "cas": self.cas[i]}))
+                                                  "nnodes": len(st.participants), "cas": int(self.cas[i])}))
         elif act is A.SYNC:
             self._wait(i, t)
         else:                                     # timeout, closed
@@ -263,14 +269,19 @@ class C10dRace:
         current = (kind == CAS) & (self.pend_tok[order] == self.v)
         z = 2 * self.lat[order] + 2 * self.cb + self.cpb * 2 * size
         retry = dep + z
-        if self.leaving:
-            gone = np.fromiter((j in self.leaving for j in order.tolist()), bool, len(order))
-            retry[gone] = INF
+        retry[self.leaving[order]] = INF
         cand = np.where(current, a, retry)
-        j = int(np.argmin(cand))
-        a_star = float(cand[j])
-        if a_star == INF:
-            self._plan = (INF, -1, INF, order, dep)
+        while True:                               # a read is a candidate if its agent then writes
+            j = int(np.argmin(cand))
+            a_star = float(cand[j])
+            if a_star == INF or kind[j] != GET:
+                break
+            ag = int(order[j])
+            if self._would_write(ag, float(dep[j]) + self.lat[ag] + self.cb + self.cpb * size):
+                break
+            cand[j] = INF
+        if a_star == INF:                         # nobody writes: the reads are just served
+            self._plan = (INF, -1, float(dep[-1]), order, dep)
             return self._plan
         k = int(np.searchsorted(a, a_star, side="left"))
         if current[j]:
@@ -289,25 +300,32 @@ class C10dRace:
         self.ops += len(served)
         self.bytes += n_cas * (self.key_len + 2 * size) + (len(served) - n_cas) * (self.key_len + size)
         retried = None                            # the winner's own request, if it failed first
-        for j, d_j, kd in zip(served.tolist(), dep.tolist(), kinds.tolist()):
-            if kd == CAS:
-                self.cas[j] += 1
-            if j == w_i:
-                retried = d_j
-                continue
-            if self.leaving.pop(j, None) is not None or kd == GET:
+        np.add.at(self.cas, served[kinds == CAS], 1)
+        if w_i < 0:
+            self.free_at = max(self.free_at, w_t)
+            for j, d_j in zip(served.tolist(), dep.tolist()):
+                self.leaving[j] = False
                 self._after_reply(j, d_j, size)
-            else:                                 # it decides the same again: race on
-                self.pend_t[j] = d_j + self._z(j, size, size)
-                self.pend_tok[j] = self.v
+            return
+        special = (kinds == GET) | self.leaving[served]
+        me = served == w_i
+        if me.any():
+            retried = float(dep[me][0])
+        plain = ~special & ~me                    # they decide the same again: race on
+        ps = served[plain]
+        self.pend_t[ps] = dep[plain] + 2 * self.lat[ps] + 2 * self.cb + 2 * self.cpb * size
+        self.pend_tok[ps] = self.v
+        for j, d_j in zip(served[special & ~me].tolist(), dep[special & ~me].tolist()):
+            self.leaving[j] = False
+            self._after_reply(j, d_j, size)
         if retried is not None:                   # it decided on this very state
             t_dec = retried + self.lat[w_i] + self.cb + self.cpb * size
-            self.leaving.pop(w_i, None)
+            self.leaving[w_i] = False
         else:
             t_dec = a_star - self.lat[w_i] - self.cb - self.cpb * size
-        act = self._decide(w_i, t_dec) if w_i not in self.leaving else None
+        act = None if self.leaving[w_i] else self._decide(w_i, t_dec)
         if act not in WRITES:                     # it does not write after all: no win
-            self.leaving.pop(w_i, None)
+            self.leaving[w_i] = False
             self.free_at = max(self.free_at, float(dep[-1]) if len(dep) else self.free_at)
             self._after_reply(w_i, retried if retried is not None else a_star, size)
             return
@@ -362,11 +380,17 @@ class C10dRace:
 
     # --- time -----------------------------------------------------------------------------
     def next_time(self) -> float:
-        a_star, _, w_t, _, _ = self._step()
-        t = w_t
-        if self.timers:
-            t = min(t, self.timers[0][0])
-        return t
+        """When the next write is served (what the race says comes only from writes): the
+        timers due before the winning request arrives are run first, as they can change it."""
+        while True:
+            a_star, _, w_t, _, _ = self._step()
+            tt = self.timers[0][0] if self.timers else INF
+            if a_star == INF:
+                return min(tt, w_t)
+            if tt > a_star:
+                return w_t
+            t, _, kind, i, gen = heapq.heappop(self.timers)
+            self._fire(t, kind, i, gen)
 
     def advance(self, until: float) -> list:
         """Run everything due by `until`; returns what happened (and forgets it)."""
