@@ -389,29 +389,30 @@ class C10dRace:
                 return min(tt, w_t)
             if tt > a_star:
                 return w_t
-            t, _, kind, i, gen = heapq.heappop(self.timers)
-            self._fire(t, kind, i, gen)
+            self._fire_until(a_star)
 
     def advance(self, until: float) -> list:
         """Run everything due by `until`; returns what happened (and forgets it)."""
         while True:
             a_star, _, w_t, _, _ = self._step()
             tt = self.timers[0][0] if self.timers else INF
-            if tt <= until and tt <= a_star:
-                t, _, kind, i, gen = heapq.heappop(self.timers)
-                self._fire(t, kind, i, gen)
-                continue
-            if w_t <= until:
+            if tt <= min(until, a_star):
+                self._fire_until(min(until, a_star))
+            elif w_t <= until:
                 self._commit()
-                continue
-            if tt <= until:
-                t, _, kind, i, gen = heapq.heappop(self.timers)
-                self._fire(t, kind, i, gen)
-                continue
-            break
+            elif tt <= until:
+                self._fire_until(min(until, w_t))
+            else:
+                break
         self.now = max(self.now, until)
         out, self.out = self.out, []
         return out
+
+    def _fire_until(self, t_max: float) -> None:
+        """The timers due by `t_max`, together (one plan after them, not one each)."""
+        while self.timers and self.timers[0][0] <= t_max:
+            t, _, kind, i, gen = heapq.heappop(self.timers)
+            self._fire(t, kind, i, gen)
 
     def _fire(self, t: float, kind: str, i: int, gen: int) -> None:
         if kind == "expire":
