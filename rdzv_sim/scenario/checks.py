@@ -59,6 +59,9 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         if p.name not in ("hrw", "c10d"):
             out.append((("protocol", "name"), f"fidelity: aggregate models the hrw and c10d "
                         f"protocols, not {p.name!r}; use fidelity: per_operation"))
+        if sc.cluster.cpu.shared_cores:
+            out.append((("cluster", "cpu", "shared_cores"), "fidelity: aggregate gives every agent "
+                        "a CPU of its own; use fidelity: per_operation for cores shared on one machine"))
         for i, f in enumerate(sc.faults):
             if f.kind not in AGGREGATE_FAULTS:
                 out.append((("faults", i, "kind"), f"{f.kind!r} is not modelled by fidelity: "
