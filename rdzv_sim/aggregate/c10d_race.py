@@ -61,6 +61,7 @@ class C10dRace:
         self.last_sync = [-INF] * n
         self.seen_round = [0] * n
         self.hb_start = [0.0] * n                 # its background heartbeat's first beat
+        self.period = (s.keep_alive_interval + CACHE_DURATION + 2 * self.lat + service_base).tolist()
         self.made = [False] * n
         self.alive = [False] * n
         self.cas = np.zeros(n, dtype=np.int64)    # attempts since the rendezvous started
@@ -178,9 +179,8 @@ class C10dRace:
     def _beat(self, i: int, t: float) -> float:
         """The wall time of i's latest background heartbeat (torch's keep-alive timer, which
         beats every keep-alive interval plus its 1 s read and a write's round trip)."""
-        period = self.s.keep_alive_interval + CACHE_DURATION + 2 * self.lat[i] + self.sb
-        t0 = self.hb_start[i]
-        return self.wall(t0 + math.floor(max(0.0, t - t0) / period) * period)
+        period, t0 = self.period[i], self.hb_start[i]
+        return self.epoch0 + t0 + ((t - t0) // period if t > t0 else 0.0) * period
 
     def _after_reply(self, i: int, t_served: float, size: int) -> None:
         """Agent i got the state (a read, a failed or a won attempt) served at `t_served`: it
@@ -199,8 +199,7 @@ class C10dRace:
         if act in WRITES:
             self._request(i, t + self.cb + self.cpb * size + self.lat[i], CAS)
             if act is A.KEEP_ALIVE and self.st.complete:    # its background beat may come first
-                period = self.s.keep_alive_interval + CACHE_DURATION + 2 * self.lat[i] + self.sb
-                self._timer(self._beat(i, t) - self.epoch0 + period + 1e-6, "recheck", i)
+                self._timer(self._beat(i, t) - self.epoch0 + self.period[i] + 1e-6, "recheck", i)
         elif act is A.FINISH:
             st = self.st
             self.op[i] = 0
