@@ -25,6 +25,7 @@ import numpy as np
 from ..protocols.c10d import decisions as D
 from ..protocols.c10d.protocol import CACHE_DURATION, ROUND0_DELAY, SYNC_DELAY
 from ..protocols.c10d.state import State, blob_size
+from .c10d_calm import Calm
 
 A = D.Action
 WRITES = frozenset({A.KEEP_ALIVE, A.ADD_TO_PARTICIPANTS, A.ADD_TO_WAIT_LIST, A.ADD_TO_REDUNDANCY_LIST,
@@ -78,6 +79,7 @@ class C10dRace:
         self.now = 0.0
         self._plan = None
         self.out: list = []
+        self.calm = Calm(self)
 
     # --- sizes and costs ------------------------------------------------------------------
     def size(self) -> int:
@@ -115,7 +117,8 @@ class C10dRace:
         self.deadline[i] = t + delay + self.join_timeout
         self.hb_start[i] = t + delay
         self._request(i, arrive, GET)
-        self._timer(self.deadline[i] + 1e-6, "recheck", i)
+        self._timer(self.deadline[i] + 1e-6, "deadline", i)
+        self.calm.progress(t)
 
     def kill(self, i: int, t: float) -> None:
         """Agent `i` is gone (its host crashed, or it stopped): no more requests, no more beats."""
@@ -132,6 +135,7 @@ class C10dRace:
         if self._plan is not None and (i == self._plan[1] or i in self._plan[3]):
             self._plan = None
         d = self.desc[i]
+        self.calm.progress(t)
         self.dead[d] = self.wall(t)
         self._timer(t + self.s.keep_alive_interval * self.s.keep_alive_max_attempt + 1e-6, "expire", i)
 
@@ -201,6 +205,7 @@ class C10dRace:
             if act is A.KEEP_ALIVE and self.st.complete:    # its background beat may come first
                 self._timer(self._beat(i, t) - self.epoch0 + self.period[i] + 1e-6, "recheck", i)
         elif act is A.FINISH:
+            self.calm.progress(t)
             st = self.st
             self.op[i] = 0
             self.running[i] = True
@@ -210,6 +215,7 @@ class C10dRace:
         elif act is A.SYNC:
             self._wait(i, t)
         else:                                     # timeout, closed
+            self.calm.progress(t)
             self.op[i] = 0
             self.alive[i] = False
             self.n_alive -= 1
@@ -343,6 +349,10 @@ class C10dRace:
         if self.st.complete and not before[1]:
             self.out.append((w_t, w_i, "complete", {"round": self.st.round,
                                                       "members": list(self.st.participants)}))
+        if act is A.KEEP_ALIVE:
+            self.calm.wrote(w_t)
+        else:
+            self.calm.progress(w_t)
         self._after_reply(w_i, w_t, self.size())
         if self._epoch() != before:
             self._rethink(w_t)
@@ -381,6 +391,9 @@ class C10dRace:
     def next_time(self) -> float:
         """When the next write is served (what the race says comes only from writes): the
         timers due before the winning request arrives are run first, as they can change it."""
+        to = self.calm.until(self.now)
+        if to is not None:                        # a stalled race: carried forward to `to`
+            return to
         while True:
             a_star, _, w_t, _, _ = self._step()
             tt = self.timers[0][0] if self.timers else INF
@@ -392,6 +405,11 @@ class C10dRace:
 
     def advance(self, until: float) -> list:
         """Run everything due by `until`; returns what happened (and forgets it)."""
+        to = self.calm.until(self.now)
+        if to is not None and until > self.now:
+            to = min(to, until)
+            self.calm.carry(self.now, to)
+            self.now = to
         while True:
             a_star, _, w_t, _, _ = self._step()
             tt = self.timers[0][0] if self.timers else INF
@@ -415,6 +433,7 @@ class C10dRace:
 
     def _fire(self, t: float, kind: str, i: int, gen: int) -> None:
         if kind == "expire":
+            self.calm.progress(t)
             before = self._epoch()
             self._expire_now(t)
             if self._epoch() != before:
@@ -427,7 +446,7 @@ class C10dRace:
         if kind == "read" and i in self.idle:
             self.idle.discard(i)
             self._request(i, t + self.lat[i], GET)
-        elif kind == "recheck" and self.op[i] and self.pend_t[i] < INF and self.pend_kind[i] == CAS:
+        elif kind in ("recheck", "deadline") and self.op[i] and self.pend_t[i] < INF and self.pend_kind[i] == CAS:
             if self._decide(i, t) not in WRITES:
                 self.leaving[i] = True
                 self._plan = None
