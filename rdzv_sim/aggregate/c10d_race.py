@@ -26,6 +26,7 @@ from ..protocols.c10d import decisions as D
 from ..protocols.c10d.protocol import CACHE_DURATION, ROUND0_DELAY, SYNC_DELAY
 from ..protocols.c10d.state import State, blob_size
 from .c10d_calm import Calm
+from .cas_queue import next_write
 
 A = D.Action
 WRITES = frozenset({A.KEEP_ALIVE, A.ADD_TO_PARTICIPANTS, A.ADD_TO_WAIT_LIST, A.ADD_TO_REDUNDANCY_LIST,
@@ -251,48 +252,19 @@ class C10dRace:
                 st.deadline is None)
 
     def _step(self):
-        """The next write as (arrival of the winning request, its agent, when it is served,
-        the agents served before it and their departures); None if nothing is pending."""
+        """The next write (`cas_queue.next_write`) as (arrival of the winning request, its
+        agent, when it is served, the agents served before it and their departures)."""
         if self._plan is not None:
             return self._plan
-        act = np.flatnonzero(self.pend_t < INF)
-        if not act.size:
-            self._plan = (INF, -1, INF, act, act)
-            return self._plan
-        order = act[np.argsort(self.pend_t[act], kind="stable")]
-        a = self.pend_t[order]
         size = self.size()
         stretch = self._stretch(size)
-        s_cas = (self.sb + self.spb * (self.key_len + 2 * size)) * stretch
-        s_get = (self.sb + self.spb * (self.key_len + size)) * stretch
-        kind = self.pend_kind[order]
-        s = np.where(kind == CAS, s_cas, s_get)
-        cum = np.cumsum(s)
-        start = a.copy()
-        start[0] = max(start[0], self.free_at)
-        dep = cum + np.maximum.accumulate(start - (cum - s))
-        current = (kind == CAS) & (self.pend_tok[order] == self.v)
-        z = 2 * self.lat[order] + 2 * self.cb + self.cpb * 2 * size
-        retry = dep + z
-        retry[self.leaving[order]] = INF
-        cand = np.where(current, a, retry)
-        while True:                               # a read is a candidate if its agent then writes
-            j = int(np.argmin(cand))
-            a_star = float(cand[j])
-            if a_star == INF or kind[j] != GET:
-                break
-            ag = int(order[j])
-            if self._would_write(ag, float(dep[j]) + self.lat[ag] + self.cb + self.cpb * size):
-                break
-            cand[j] = INF
-        if a_star == INF:                         # nobody writes: the reads are just served
-            self._plan = (INF, -1, float(dep[-1]), order, dep)
-            return self._plan
-        k = int(np.searchsorted(a, a_star, side="left"))
-        if current[j]:
-            k = j
-        begin = max(a_star, float(dep[k - 1]) if k > 0 else self.free_at)
-        self._plan = (a_star, int(order[j]), begin + s_cas, order[:k], dep[:k])
+        retry = 2 * self.lat + 2 * self.cb + self.cpb * 2 * size
+        retry[self.leaving] = INF
+        w = next_write(self.pend_t, self.pend_tok, self.pend_kind == GET, retry, self.v, self.free_at,
+                       (self.sb + self.spb * (self.key_len + 2 * size)) * stretch,
+                       (self.sb + self.spb * (self.key_len + size)) * stretch,
+                       lambda i, d: self._would_write(i, d + self.lat[i] + self.cb + self.cpb * size))
+        self._plan = (w.arrival, w.winner, w.at, w.served, w.departures)
         return self._plan
 
     def _commit(self) -> None:
