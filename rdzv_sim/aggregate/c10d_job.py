@@ -179,15 +179,10 @@ class AggregateC10d(AggregateSimulation):
             self._on_waiting(t_last, names[0], {})
 
     def _left(self, t: float) -> None:
-        if self.leave_at != t:
+        left = self._round_left(t)
+        if left is None:
             return
-        why, r = self.leave_why, self.round
-        self.leave_at = None
-        members = [m for m in self.members if self.nodes[m].alive]
-        rank = {m: i for i, m in enumerate(self.ranked)}
-        self.trace.record_many([t] * len(members), members, "round_left", r,
-                               ranks=[rank[m] for m in members],
-                               details=[f'{{"reason":"{why}"}}'] * len(members))
+        why, members = left
         self.members, self.member_set, self.ranked = [], set(), []
         self.t_ws, self.waiting_noticed = math.inf, False
         failure = uses_a_restart(why)

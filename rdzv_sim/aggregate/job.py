@@ -164,16 +164,25 @@ class AggregateSimulation(Simulation):
         self.leave_at, self.leave_why = t, why
         self._at(t, lambda: self._left(t))
 
-    def _left(self, t: float) -> None:
+    def _round_left(self, t: float) -> tuple[str, list[str]] | None:
+        """The leave due at `t`, if no earlier one superseded it: why, and the live members,
+        whose leaving is recorded."""
         if self.leave_at != t:
-            return                                       # superseded by an earlier leave
-        why, r, sc = self.leave_why, self.round, self.sc
+            return None
+        why, r = self.leave_why, self.round
         self.leave_at = None
         members = [m for m in self.members if self.nodes[m].alive]
         rank = {m: i for i, m in enumerate(self.ranked)}
         self.trace.record_many([t] * len(members), members, "round_left", r,
                                ranks=[rank[m] for m in members],
                                details=[f'{{"reason":"{why}"}}'] * len(members))
+        return why, members
+
+    def _left(self, t: float) -> None:
+        left = self._round_left(t)
+        if left is None:
+            return                                       # superseded by an earlier leave
+        why, members = left
         failure = uses_a_restart(why)
         lat = np.array([self.lat[m] for m in members])
         # end_round: compare_set(round, r, r+1) by every member, then set(end)
