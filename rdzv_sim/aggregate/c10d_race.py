@@ -26,7 +26,7 @@ from ..protocols.c10d import decisions as D
 from ..protocols.c10d.protocol import CACHE_DURATION, ROUND0_DELAY, SYNC_DELAY
 from ..protocols.c10d.state import State, blob_size
 from .c10d_calm import Calm
-from .cas_queue import next_write
+from .cas_queue import Write, next_write
 
 A = D.Action
 WRITES = frozenset({A.KEEP_ALIVE, A.ADD_TO_PARTICIPANTS, A.ADD_TO_WAIT_LIST, A.ADD_TO_REDUNDANCY_LIST,
@@ -133,7 +133,7 @@ class C10dRace:
         self.leaving[i] = False
         self.op[i] = 0
         self.pend_t[i] = INF
-        if self._plan is not None and (i == self._plan[1] or i in self._plan[3]):
+        if self._plan is not None and (i == self._plan.winner or i in self._plan.served):
             self._plan = None
         d = self.desc[i]
         self.calm.progress(t)
@@ -153,7 +153,7 @@ class C10dRace:
 
     def _request(self, i: int, t: float, kind: int) -> None:
         self.pend_t[i], self.pend_tok[i], self.pend_kind[i] = t, self.v, kind
-        if self._plan is not None and t < self._plan[0]:     # it can come first: plan again
+        if self._plan is not None and t < self._plan.arrival:   # it can come first: plan again
             self._plan = None
 
     def _timer(self, t: float, kind: str, i: int) -> None:
@@ -251,9 +251,8 @@ class C10dRace:
         return (st.round, st.complete, st.closed, len(st.participants) >= self.s.max_nodes,
                 st.deadline is None)
 
-    def _step(self):
-        """The next write (`cas_queue.next_write`) as (arrival of the winning request, its
-        agent, when it is served, the agents served before it and their departures)."""
+    def _step(self) -> Write:
+        """The next write (`cas_queue.next_write`), planned once until something changes it."""
         if self._plan is not None:
             return self._plan
         size = self.size()
@@ -264,11 +263,12 @@ class C10dRace:
                        (self.sb + self.spb * (self.key_len + 2 * size)) * stretch,
                        (self.sb + self.spb * (self.key_len + size)) * stretch,
                        lambda i, d: self._would_write(i, d + self.lat[i] + self.cb + self.cpb * size))
-        self._plan = (w.arrival, w.winner, w.at, w.served, w.departures)
-        return self._plan
+        self._plan = w
+        return w
 
     def _commit(self) -> None:
-        a_star, w_i, w_t, served, dep = self._plan
+        w = self._plan
+        a_star, w_i, w_t, served, dep = w.arrival, w.winner, w.at, w.served, w.departures
         self._plan = None
         size = self.size()
         kinds = self.pend_kind[served]
@@ -367,7 +367,8 @@ class C10dRace:
         if to is not None:                        # a stalled race: carried forward to `to`
             return to
         while True:
-            a_star, _, w_t, _, _ = self._step()
+            w = self._step()
+            a_star, w_t = w.arrival, w.at
             tt = self.timers[0][0] if self.timers else INF
             if a_star == INF:
                 return min(tt, w_t)
@@ -383,7 +384,8 @@ class C10dRace:
             self.calm.carry(self.now, to)
             self.now = to
         while True:
-            a_star, _, w_t, _, _ = self._step()
+            w = self._step()
+            a_star, w_t = w.arrival, w.at
             tt = self.timers[0][0] if self.timers else INF
             if tt <= min(until, a_star):
                 self._fire_until(min(until, a_star))
