@@ -53,17 +53,21 @@ class AggregateC10d(AggregateSimulation):
             self._at(t, lambda: self._advance() if gen == self.wake_gen else None)
 
     def _advance(self) -> None:
+        self._catch_up()
+        self._wake()
+
+    def _catch_up(self) -> None:
+        """The race run to now, what it says handled (before anything outside changes it)."""
         for t, i, what, d in self.race.advance(self.env.now):
             getattr(self, "_on_" + what)(t, self.hosts[i], d)
-        self._wake()
 
     # --- the fault and scheduler API ----------------------------------------------------
     def _join(self, name: str, t: float, wake: bool = True) -> None:
+        self._catch_up()
         node, i = self.nodes[name], self.ix[name]
         want = desc(node.info.addr, 1000 + node.incarnation)
         if self.race.desc[i] != want:
             self.race.rename(i, want)
-        self.race.advance(self.env.now)
         self.started[name] = t
         self.trace.record(t, name, "rendezvous_start", detail={"restarts": self.restarts[name]})
         self.race.enter(i, t)
@@ -72,7 +76,7 @@ class AggregateC10d(AggregateSimulation):
 
     def _gone(self, node: SimNode) -> None:
         name = node.name
-        self.race.advance(self.env.now)
+        self._catch_up()
         self.race.kill(self.ix[name], self.env.now)
         self.started.pop(name, None)
         self.forming.pop(name, None)
@@ -192,7 +196,7 @@ class AggregateC10d(AggregateSimulation):
                 if out_of_restarts(self.restarts[m], self.agent_cfg):
                     self.trace.record(t, m, "agent_exit", detail={"reason": "max_restarts"})
                     self.exited.add(m)
-                    self.race.advance(self.env.now)
+                    self._catch_up()
                     self.race.kill(self.ix[m], t)
                     continue
             self._join(m, t, wake=False)
