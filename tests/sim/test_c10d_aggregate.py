@@ -10,7 +10,7 @@ import rdzv_sim
 from rdzv_sim.scenario.load import ScenarioError
 from rdzv_sim.testing import check_safety
 
-from test_aggregate import churn
+from test_aggregate import churn, ranks
 
 
 def crash(n: int, fidelity: str, seed: int = 3, duration: float = 300) -> dict:
@@ -34,6 +34,7 @@ def test_first_round_and_re_form_follow_per_operation(n):
     per, agg = rdzv_sim.run(crash(n, "per_operation")), rdzv_sim.run(crash(n, "aggregate"))
     assert agg.rounds.nnodes.tolist() == per.rounds.nnodes.tolist() == [n, n - 1]
     assert agg.rounds.members.tolist() == per.rounds.members.tolist()
+    assert ranks(agg) == ranks(per)
     for a, p in zip(agg.rounds.latency, per.rounds.latency):
         assert a == pytest.approx(p, rel=0.02)
     for k, v in attempts(per).items():
