@@ -216,6 +216,7 @@ class C10dProtocol(Protocol):
     def rendezvous(self, node: NodeInfo):
         """`DynamicRendezvousHandler.next_rendezvous`."""
         h = self.holder(node)
+        yield BackgroundLoad(0.0)           # in a rendezvous, its agent polls num_nodes_waiting no more
         if not h.made:                      # C10dRendezvousBackend.__init__: the sentinel CAS
             h.cas_attempts += 1
             yield CompareSet(self.key, "", NULL_SENTINEL)
