@@ -239,11 +239,15 @@ class C10dRace:
         self._timer(self._tick(i, max(min(due), t)), "read", i)
 
     def _wake_all(self, t: float) -> None:
-        """The blob changed in a way that can change waiting agents' decisions: each reads at
-        its next tick."""
-        for i in self.idle:
-            self.gen[i] += 1
-            self._timer(self._tick(i, t), "read", i)
+        """The blob changed in a way that can change waiting agents' decisions: one whose
+        decision changed reads at its next tick (as a request: it acts on it); the others
+        wait again for what can change theirs (their once-a-second reads are `_stretch`'s)."""
+        for i in list(self.idle):
+            if self._decide(i, t) is A.SYNC:
+                self._wait(i, t)
+            else:
+                self.gen[i] += 1
+                self._timer(self._tick(i, t), "read", i)
 
     # --- the store's side ---------------------------------------------------------------
     def _epoch(self):
