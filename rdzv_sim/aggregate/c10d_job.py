@@ -133,14 +133,19 @@ class AggregateC10d(AggregateSimulation):
             self._leave(self.t_ws + max(1, math.ceil((seen - self.t_ws) / mon)) * mon, "nodes_waiting")
 
     def _on_timeout(self, t: float, name: str, d: dict) -> None:
-        self.trace.record(t, name, "rendezvous_timeout", detail={"reason": "join timeout"})
-        self.trace.record(t, name, "agent_exit", detail={"reason": "rendezvous_timeout"})
+        self._gave_up(t, name, "rendezvous_timeout", "the join timeout passed")
+
+    def _on_closed(self, t: float, name: str, d: dict) -> None:
+        self._gave_up(t, name, "rendezvous_closed", "the rendezvous is closed")
+
+    def _gave_up(self, t: float, name: str, why: str, detail: str) -> None:
+        """torch's RendezvousTimeoutError or RendezvousClosedError: the agent exits."""
+        self.trace.record(t, name, why, detail={"reason": detail})
+        self.trace.record(t, name, "agent_exit", detail={"reason": why})
         self.exited.add(name)
         self.started.pop(name, None)
         if not self._agents_left():
             self.scheduler.requeue("no_agent_left")
-
-    _on_closed = _on_timeout
 
     def _maybe_run(self) -> None:
         """Every live member of the completed round has read that it is complete: their

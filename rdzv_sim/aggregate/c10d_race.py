@@ -31,9 +31,10 @@ from .cas_queue import Write, next_write
 A = D.Action
 WRITES = frozenset({A.KEEP_ALIVE, A.ADD_TO_PARTICIPANTS, A.ADD_TO_WAIT_LIST, A.ADD_TO_REDUNDANCY_LIST,
                     A.REMOVE_FROM_PARTICIPANTS, A.REMOVE_FROM_WAIT_LIST,
-                    A.REMOVE_FROM_REDUNDANCY_LIST, A.MARK_RENDEZVOUS_COMPLETE})
+                    A.REMOVE_FROM_REDUNDANCY_LIST, A.MARK_RENDEZVOUS_COMPLETE, A.MARK_RENDEZVOUS_CLOSED})
 CAS, GET = 0, 1
-EXIT, JOIN = 1, 2                      # the op an agent runs (torch's _RendezvousExitOp, JoinOp)
+EXIT, JOIN, CLOSE = 1, 2, 3            # the op an agent runs (torch's _Rendezvous{Exit,Join,Close}Op)
+CLOSE_TIMEOUT = 30.0                   # RendezvousTimeout.close: a shut-down handler's close op
 INF = math.inf
 
 
@@ -166,19 +167,19 @@ class C10dRace:
         k = max(1, math.ceil((t - ls) / SYNC_DELAY))
         return ls + k * SYNC_DELAY + 1e-6
 
-    def _decide(self, i: int, t: float):
-        st, d = self.st, self.desc[i]
-        if self.op[i] == EXIT:
+    def _decide(self, i: int, t: float, op: int | None = None):
+        st, d, op = self.st, self.desc[i], self.op[i] if op is None else op
+        if op == EXIT:
             return D.exit_(st, d, t, self.deadline[i])
+        if op == CLOSE:
+            return D.close(st, t, self.deadline[i])
         beat = self._beat(i, t) if st.complete and d in st.last_heartbeats else None
         return D.join(st, d, self.s, t, self.deadline[i], self.wall(t), beat)
 
     def _would_write(self, i: int, t: float) -> bool:
         act = self._decide(i, t)
         if act is A.FINISH and self.op[i] == EXIT:
-            st, d = self.st, self.desc[i]
-            beat = self._beat(i, t) if st.complete and d in st.last_heartbeats else None
-            act = D.join(st, d, self.s, t, self.deadline[i], self.wall(t), beat)
+            act = self._decide(i, t, JOIN)
         return act in WRITES
 
     def _beat(self, i: int, t: float) -> float:
@@ -199,13 +200,20 @@ class C10dRace:
                 self.op[i] = JOIN
                 self.out.append((t, i, "join", {}))
                 continue
+            if act is A.ERROR_TIMEOUT and self.op[i] != CLOSE:
+                # torch's launcher shuts the handler down: the close op, which ends the
+                # rendezvous for every agent of the job
+                self.calm.progress(t)
+                self.out.append((t, i, "timeout", {}))
+                self.op[i], self.deadline[i] = CLOSE, t + CLOSE_TIMEOUT
+                continue
             break
         self.pend_t[i] = INF
         if act in WRITES:
             self._request(i, t + self.cb + self.cpb * size + self.lat[i], CAS)
             if act is A.KEEP_ALIVE and self.st.complete:    # its background beat may come first
                 self._timer(self._beat(i, t) - self.epoch0 + self.period[i] + 1e-6, "recheck", i)
-        elif act is A.FINISH:
+        elif act is A.FINISH and self.op[i] != CLOSE:
             self.calm.progress(t)
             st = self.st
             self.op[i] = 0
@@ -215,12 +223,13 @@ class C10dRace:
                                                   "nnodes": len(st.participants), "cas": int(self.cas[i])}))
         elif act is A.SYNC:
             self._wait(i, t)
-        else:                                     # timeout, closed
+        else:                                     # closed, or its close op done: gone
             self.calm.progress(t)
+            if self.op[i] != CLOSE:
+                self.out.append((t, i, "closed", {}))
             self.op[i] = 0
             self.alive[i] = False
             self.n_alive -= 1
-            self.out.append((t, i, "timeout" if act is A.ERROR_TIMEOUT else "closed", {}))
 
     def _wait(self, i: int, t: float) -> None:
         """SYNC: sleep until something can change i's decision, then read at its next tick."""
