@@ -110,8 +110,7 @@ class AggregateC10d(AggregateSimulation):
 
     # --- what the race says ---------------------------------------------------------------
     def _on_join(self, t: float, name: str, d: dict) -> None:
-        st = self.race.st
-        self.trace.record(t, name, "join", st.round, detail={"slot": len(st.participants) + 1})
+        self.trace.record(t, name, "join", d["round"], detail={"slot": d["slot"]})
 
     def _on_complete(self, t: float, name: str, d: dict) -> None:
         self.expected = {self.hosts[self.race.index[m]] for m in d["members"]

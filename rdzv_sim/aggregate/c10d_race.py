@@ -41,8 +41,8 @@ INF = math.inf
 class C10dRace:
     """The agents of one job and the store's blob. `enter`, `kill` and `advance` drive it; what
     happened comes back from `advance` as (time, agent, what, detail) tuples:
-    ("join", {}), ("confirmed", {round, rank, nnodes, cas}), ("waiting", {}), ("timeout", {}),
-    ("complete", {round, members})."""
+    ("join", {round, slot}), ("confirmed", {round, rank, nnodes, cas}), ("waiting", {}),
+    ("timeout", {}), ("closed", {}), ("complete", {round, members})."""
 
     def __init__(self, descs: list[str], lat: np.ndarray, s: D.Settings, join_timeout: float,
                  service_base: float, service_per_byte: float, cpu_base: float,
@@ -198,7 +198,7 @@ class C10dRace:
             act = self._decide(i, t)
             if act is A.FINISH and self.op[i] == EXIT:
                 self.op[i] = JOIN
-                self.out.append((t, i, "join", {}))
+                self.out.append((t, i, "join", {"round": self.st.round, "slot": len(self.st.participants) + 1}))
                 continue
             if act is A.ERROR_TIMEOUT and self.op[i] != CLOSE:
                 # torch's launcher shuts the handler down: the close op, which ends the
