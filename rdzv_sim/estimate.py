@@ -27,9 +27,9 @@ PER_ROUND = {
     ("per_operation", "static"): lambda n, sc: 2.5e-4 * n,
     ("per_operation", "c10d"): c10d_round,
     ("aggregate", "hrw"): lambda n, sc: 3e-5 * n,            # llama3-54d: ~35 s for ~760 rounds
-    # llama3-54d as bundled: 104 s for ~825 rounds (reports/c10d_aggregate.md); a storm that
-    # creeps rather than locks is stepped write by write and costs more (docs/c10d-at-scale.md)
-    ("aggregate", "c10d"): lambda n, sc: 1.3e-4 * n,
+    # a storm that locks is carried forward, one that creeps is stepped write by write: llama3-54d
+    # (~825 rounds) takes 8 s as bundled and 18 minutes with a 30 s keep-alive (docs/c10d-at-scale.md)
+    ("aggregate", "c10d"): lambda n, sc: 3e-4 * n,
 }
 
 
