@@ -28,7 +28,6 @@ class Calm:
         self.race = race
         self.since = 0.0                  # the last write that was not a keep-alive
         self.mark = None                  # (time, attempts, ops, bytes, per-agent attempts)
-        self.skipped = 0.0                # simulated seconds carried forward, for the record
 
     def progress(self, t: float) -> None:
         """Something other than a keep-alive happened at `t`."""
@@ -75,4 +74,3 @@ class Calm:
         r._plan = None
         self.since += d                   # still calm; the same stretch, moved along
         self.mark = (t0 + d, a0 + da, o0 + do, b0 + db, c0 + dc)
-        self.skipped += d

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..protocols.c10d import decisions as D
-from ..protocols.c10d.protocol import CACHE_DURATION, ROUND0_DELAY, SYNC_DELAY
+from ..protocols.c10d.protocol import CACHE_DURATION, CLOSE_TIMEOUT, ROUND0_DELAY, SYNC_DELAY
 from ..protocols.c10d.state import State, blob_size
 from .c10d_calm import Calm
 from .cas_queue import Write, next_write
@@ -34,7 +34,6 @@ WRITES = frozenset({A.KEEP_ALIVE, A.ADD_TO_PARTICIPANTS, A.ADD_TO_WAIT_LIST, A.A
                     A.REMOVE_FROM_REDUNDANCY_LIST, A.MARK_RENDEZVOUS_COMPLETE, A.MARK_RENDEZVOUS_CLOSED})
 CAS, GET = 0, 1
 EXIT, JOIN, CLOSE = 1, 2, 3            # the op an agent runs (torch's _Rendezvous{Exit,Join,Close}Op)
-CLOSE_TIMEOUT = 30.0                   # RendezvousTimeout.close: a shut-down handler's close op
 INF = math.inf
 
 
@@ -46,14 +45,15 @@ class C10dRace:
 
     def __init__(self, descs: list[str], lat: np.ndarray, s: D.Settings, join_timeout: float,
                  service_base: float, service_per_byte: float, cpu_base: float,
-                 cpu_per_byte: float, rng: np.random.Generator, wall_epoch: float = 1.7e9):
+                 cpu_per_byte: float, rng: np.random.Generator, key_len: int = 30,
+                 wall_epoch: float = 1.7e9):
         n = len(descs)
         self.desc, self.lat = descs, np.asarray(lat, dtype=float)
         self.index = {d: i for i, d in enumerate(descs)}
         self.s, self.join_timeout, self.rng, self.epoch0 = s, join_timeout, rng, wall_epoch
         self.sb, self.spb, self.cb, self.cpb = service_base, service_per_byte, cpu_base, cpu_per_byte
         self.addr_len = max(len(d.rsplit("_", 2)[0]) for d in descs)
-        self.key_len = 30
+        self.key_len = key_len                    # the blob's key, sent with every request
         self.st, self.v = State(), 0
         self.free_at = 0.0
         self.pend_t = np.full(n, INF)             # arrival of each agent's pending request
@@ -104,10 +104,7 @@ class C10dRace:
         """Agent `i` calls next_rendezvous at `t`: the exit op, then the join op."""
         self.n_alive += not self.alive[i]
         self.alive[i] = True
-        self._stop_running(i)
-        self.gen[i] += 1
-        self.idle.discard(i)
-        self.leaving[i] = False
+        self._forget(i)
         self.op[i], self.cas[i] = EXIT, 0
         delay = ROUND0_DELAY * float(self.rng.random()) if self.seen_round[i] == 0 else 0.0
         arrive = t + delay + self.lat[i]
@@ -128,10 +125,7 @@ class C10dRace:
             return
         self.alive[i] = False
         self.n_alive -= 1
-        self._stop_running(i)
-        self.gen[i] += 1
-        self.idle.discard(i)
-        self.leaving[i] = False
+        self._forget(i)
         self.op[i] = 0
         self.pend_t[i] = INF
         if self._plan is not None and (i == self._plan.winner or i in self._plan.served):
@@ -141,10 +135,14 @@ class C10dRace:
         self.dead[d] = self.wall(t)
         self._timer(t + self.s.keep_alive_interval * self.s.keep_alive_max_attempt + 1e-6, "expire", i)
 
-    def _stop_running(self, i: int) -> None:
+    def _forget(self, i: int) -> None:
+        """What agent i was doing ends: running, waiting, racing to leave, its timers."""
         if self.running[i]:
             self.running[i] = False
             self.n_running -= 1
+        self.gen[i] += 1
+        self.idle.discard(i)
+        self.leaving[i] = False
 
     def rename(self, i: int, desc: str) -> None:
         """Agent `i`'s host started a new agent process: a new descriptor, a new backend."""
@@ -235,17 +233,10 @@ class C10dRace:
         """SYNC: sleep until something can change i's decision, then read at its next tick."""
         self.idle.add(i)
         self.gen[i] += 1
-        st, d, s = self.st, self.desc[i], self.s
-        due = [self.deadline[i]]
-        last = st.last_heartbeats.get(d)
-        if not st.complete:
-            if st.deadline is not None and d in st.participants:
-                due.append(st.deadline - self.epoch0)
-            if last is not None:
-                due.append(last + s.keep_alive_interval - self.epoch0)
-        elif last is not None:                    # its background beat is late in each period
-            due.append(max(last, self._beat(i, t)) + s.keep_alive_interval - self.epoch0)
-        self._timer(self._tick(i, max(min(due), t)), "read", i)
+        st, d = self.st, self.desc[i]
+        beat = self._beat(i, t) if st.complete else None     # late in each of its periods
+        due = [w - self.epoch0 for w in D.flips(st, d, self.s, beat)]
+        self._timer(self._tick(i, max(min([self.deadline[i], *due]), t)), "read", i)
 
     def _wake_all(self, t: float) -> None:
         """The blob changed in a way that can change waiting agents' decisions: one whose

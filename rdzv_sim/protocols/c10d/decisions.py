@@ -49,6 +49,20 @@ def keep_alive_due(state: State, node: str, s: Settings, beat: float | None = No
     return (last if beat is None or beat < last else beat) + s.keep_alive_interval
 
 
+def flips(state: State, node: str, s: Settings, beat: float | None = None) -> list[float]:
+    """Wall times at which a node that syncs (waits) may decide otherwise with no write in
+    between: the last-call deadline of an open round, and its own keep-alive falling due (in
+    an open round by the blob's heartbeat; in a complete one only given its background `beat`)."""
+    out = []
+    if state.deadline is not None and not state.complete:
+        out.append(state.deadline)
+    if not state.complete or beat is not None:
+        due = keep_alive_due(state, node, s, beat)
+        if due is not None:
+            out.append(due)
+    return out
+
+
 def should_keep_alive(state: State, node: str, s: Settings, wall: float, beat: float | None = None) -> bool:
     due = keep_alive_due(state, node, s, beat)
     return due is not None and due <= wall

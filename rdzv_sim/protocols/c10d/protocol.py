@@ -31,6 +31,7 @@ from . import decisions as D
 from .state import NULL_SENTINEL, Blob, State, addr_of, blob_size, desc
 
 CACHE_DURATION = 1.0           # _BackendRendezvousStateHolder(cache_duration=1)
+CLOSE_TIMEOUT = 30.0           # RendezvousTimeout.close: a shut-down handler's close op
 SYNC_DELAY = 1.0               # _delay(seconds=1) on Action.SYNC
 ROUND0_DELAY = 0.3             # _delay(seconds=(0, 0.3)) before the first round
 
@@ -63,7 +64,7 @@ class C10dSettings(ProtocolSettings):
         """Last call, a dead participant's heartbeat expiry, the rollback period, torchrun's
         30 s close timeout and a sync poll."""
         return (self.last_call_timeout + self.keep_alive_interval * self.keep_alive_max_attempt
-                + D.ROLLBACK_PERIOD + 30.0 + SYNC_DELAY)
+                + D.ROLLBACK_PERIOD + CLOSE_TIMEOUT + SYNC_DELAY)
 
     def close_due(self, joins: list[float]) -> float | None:
         """Complete at the max_nodes-th join; else once a participant syncs past the last-call
@@ -184,11 +185,7 @@ class C10dProtocol(Protocol):
         now, wall = (yield Now()), (yield WallClock())
         wake = [deadline + D.ROLLBACK_PERIOD + 1e-6 if now > deadline else deadline + 1e-6]
         st = h.state
-        if st.deadline is not None and not st.complete:
-            wake.append(now + (st.deadline - wall) + 1e-6)
-        due = D.keep_alive_due(st, h.node, self.s)
-        if not st.complete and due is not None:                    # our own keep-alive is due
-            wake.append(now + (due - wall) + 1e-6)
+        wake += [now + (w - wall) + 1e-6 for w in D.flips(st, h.node, self.s)]
         expiry = self.s.keep_alive_interval * self.s.keep_alive_max_attempt
         stopped, floor = yield StoppedHeartbeats()
         hb = st.last_heartbeats
@@ -280,5 +277,5 @@ class C10dProtocol(Protocol):
         """torch's handler.shutdown(), which its launcher calls on every exit but a signal's:
         the close op, which ends the rendezvous for every agent of the job."""
         h = self.holder(node)
-        deadline = (yield Now()) + 30.0                        # RendezvousTimeout.close
+        deadline = (yield Now()) + CLOSE_TIMEOUT
         yield from self._run(h, lambda st, now, dl, wall, beat: D.close(st, now, dl), deadline, node)
