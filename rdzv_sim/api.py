@@ -11,11 +11,8 @@ def run(scenario, overrides=(), seed: int | None = None, progress=None, *, cpu=N
     `cpu`: a factory of the cores one-machine runs share (rdzv_sim/models/cpu)."""
     sc = load(scenario, overrides, seed)
     if sc.fidelity == "aggregate":
-        if sc.protocol.name == "c10d":
-            from .aggregate.c10d_job import AggregateC10d as AggregateSimulation
-        else:
-            from .aggregate.job import AggregateSimulation
-        sim = AggregateSimulation(sc)
+        from .aggregate import aggregate_job_of
+        sim = aggregate_job_of(sc.protocol.name)(sc)
     else:
         sim = Simulation(sc, cpu=cpu)
     stats = sim.run(progress)

@@ -5,6 +5,9 @@ waits a silent hour, not to promise a time."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
+
+from .protocols.registry import part, register_part
 
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
 
@@ -21,16 +24,32 @@ def c10d_round(n: int, sc) -> float:
     return PER_STORE_OP * min(0.7 * n * n, served)
 
 
+@dataclass(frozen=True)
+class Cost:
+    """Seconds of simulation per round of n hosts at one fidelity, and what to say beside it."""
+    per_round: Callable           # (n, scenario) -> seconds
+    hint: Callable | None = None  # (n) -> extra words for the refusal, or ""
+
+
+def register_cost(protocol: str, fidelity: str, per_round: Callable, hint: Callable | None = None) -> None:
+    """Price `protocol`'s runs at `fidelity`: `per_round(n, scenario)` seconds per round of n
+    hosts (a protocol without one is priced as hrw)."""
+    register_part(protocol, f"cost/{fidelity}", Cost(per_round, hint), replace=True)
+
+
+def cost_of(protocol: str, fidelity: str) -> Cost | None:
+    return part(protocol, f"cost/{fidelity}")
+
+
 # seconds of simulation per round of n nodes (reports/sim_speed.md, reports/scale_c10d.md)
-PER_ROUND = {
-    ("per_operation", "hrw"): lambda n, sc: 3.8e-4 * n,
-    ("per_operation", "static"): lambda n, sc: 2.5e-4 * n,
-    ("per_operation", "c10d"): c10d_round,
-    ("aggregate", "hrw"): lambda n, sc: 3e-5 * n,            # llama3-54d: ~35 s for ~760 rounds
-    # a storm that locks is carried forward, one that creeps is stepped write by write: llama3-54d
-    # (~825 rounds) takes 8 s as bundled and 18 minutes with a 30 s keep-alive (docs/c10d-at-scale.md)
-    ("aggregate", "c10d"): lambda n, sc: 3e-4 * n,
-}
+register_cost("hrw", "per_operation", lambda n, sc: 3.8e-4 * n)
+register_cost("static", "per_operation", lambda n, sc: 2.5e-4 * n)
+register_cost("c10d", "per_operation", c10d_round)
+register_cost("hrw", "aggregate", lambda n, sc: 3e-5 * n)            # llama3-54d: ~35 s for ~760 rounds
+# a storm that locks is carried forward, one that creeps is stepped write by write: llama3-54d
+# (~825 rounds) takes 8 s as bundled and 18 minutes with a 30 s keep-alive (docs/c10d-at-scale.md)
+register_cost("c10d", "aggregate", lambda n, sc: 3e-4 * n,
+              lambda n: "; what c10d's storms do at this size: docs/c10d-at-scale.md" if n >= 1024 else "")
 
 
 @dataclass(frozen=True)
@@ -62,14 +81,11 @@ def rounds(sc) -> float:
 
 def estimate(sc) -> Estimate:
     name, n = sc.protocol.name, sc.hosts
-    cost = PER_ROUND.get((sc.fidelity, name))
-    if cost is None:                     # a protocol of the user's: priced as hrw
-        cost = PER_ROUND[(sc.fidelity, "hrw")] if sc.fidelity == "aggregate" else PER_ROUND[("per_operation", "hrw")]
+    cost = cost_of(name, sc.fidelity) or cost_of("hrw", sc.fidelity)   # unpriced: as hrw
     k = rounds(sc)
     faster = ""
-    if sc.fidelity == "per_operation" and name == "hrw":
-        faster = f"--set fidelity=aggregate would take about {k * PER_ROUND[('aggregate', 'hrw')](n, sc):,.0f} s"
-    elif sc.fidelity == "per_operation" and name == "c10d":
-        faster = (f"--set fidelity=aggregate would take about {k * PER_ROUND[('aggregate', 'c10d')](n, sc):,.0f} s"
-                  + ("; what c10d's storms do at this size: docs/c10d-at-scale.md" if n >= 1024 else ""))
-    return Estimate(k, k * cost(n, sc), sc.fidelity, faster)
+    agg = cost_of(name, "aggregate")
+    if sc.fidelity == "per_operation" and agg is not None:
+        faster = (f"--set fidelity=aggregate would take about {k * agg.per_round(n, sc):,.0f} s"
+                  + (agg.hint(n) if agg.hint else ""))
+    return Estimate(k, k * cost.per_round(n, sc), sc.fidelity, faster)

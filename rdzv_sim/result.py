@@ -60,13 +60,12 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
                                      sc.shards.ring_vnodes, ranked=ranked)).join(rank_changes(rounds, ranked))
-    from .protocols.registry import get
-    from .training import evaluate, round_spans
+    from .training import evaluate, round_spans, training_model_of
     spans = round_spans(events, sc.duration)          # once: the summary and training read it
     training = None
     # a protocol whose job trains otherwise (per-step quorum) brings its own model, and
     # reports with it even without a training section
-    model = get(sc.protocol.name).cls.training
+    model = training_model_of(sc.protocol.name)
     if sc.training is not None or model is not None:
         training = (model or evaluate)(events, rounds, sc, spans)
         rounds = rounds.join(training.per_round(rounds))

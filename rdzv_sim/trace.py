@@ -296,13 +296,9 @@ NAN_TRAINING = ("ettr", "goodput", "interruptions", "mtti_s", "mttr_s")
 
 
 def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
-                  scenario: str, seed: int, training: dict | None = None,
-                  spans: pd.DataFrame | None = None) -> pd.DataFrame:
+                  scenario: str, seed: int, training: dict | None, spans: pd.DataFrame) -> pd.DataFrame:
     """One row of headline metrics; `training`: the training model's (ettr, goodput, ...);
-    `spans`: the run's round spans, when the caller has them already."""
-    if spans is None:
-        from .training.spans import round_spans
-        spans = round_spans(events, stats.duration)
+    `spans`: the run's round spans (`rdzv_sim.training.round_spans`)."""
     mask = (events["event"] == "rank_assigned").to_numpy()
     lat = pd.to_numeric(pd.Series(parse_details(_rows_of(events["detail"], mask), ("latency",))["latency"]),
                         errors="coerce").dropna().to_numpy()

@@ -40,7 +40,7 @@ class RealRun:
     def __init__(self, scenario, workdir: str | Path | None = None, host: str = "127.0.0.1",
                  store_port: int | None = None, torch_static: bool = False):
         self.sc = load(scenario)
-        if torch_static and self.sc.protocol.name != "static":
+        if torch_static and get(self.sc.protocol.name).cls.torch_baseline is None:
             raise ValueError("torch_static is the baseline of protocol 'static'; this scenario "
                              f"runs {self.sc.protocol.name!r}")
         # torch's StaticTCPRendezvous: its store listens on node 0's address, on this port

@@ -77,7 +77,7 @@ def run_torch_agent(spec: dict, sc, rt) -> str:
         return reason
 
     try:
-        make = static_handler if sc.protocol.name == "static" else c10d_handler
+        make = static_handler if spec.get("static_port") else c10d_handler
         handler, describe = make(spec, sc)
     except Exception as e:  # noqa: BLE001
         return exit_("store_lost", repr(e))

@@ -24,6 +24,8 @@ from rdzv_sim.protocols.registry import get
 from rdzv_sim.scenario.load import load
 
 from .launcher import run_real
+from .parts import validator_of
+from . import quorum_validate as _quorum  # noqa: F401 - registers the quorum protocol's validate
 
 
 def _ranks(events: pd.DataFrame) -> list[dict]:
@@ -119,10 +121,10 @@ def validate(scenario, out: str | Path, torch_static: bool = False) -> dict:
     """Simulate and run for real, compare. `torch_static`: the real side of a `static` scenario
     is torch's own StaticTCPRendezvous (as `c10d`'s always is torch's handler)."""
     sc = load(scenario)
-    if sc.protocol.name == "quorum":                  # the real side is torchft's Lighthouse
-        from .quorum_validate import validate_quorum
-        return validate_quorum(sc, out)
-    if torch_static and sc.protocol.name != "static":
+    own = validator_of(sc.protocol.name)             # quorum: the real side is torchft's Lighthouse
+    if own is not None:
+        return own(sc, out)
+    if torch_static and get(sc.protocol.name).cls.torch_baseline is None:
         raise ValueError(f"--torch-static compares the static model with torch's static "
                          f"rendezvous; this scenario runs {sc.protocol.name!r}")
     out = Path(out)

@@ -1,6 +1,6 @@
-"""The direction of imports (DESIGN.md): hrw <- rdzv_sim <- real_backend, and torch only in
-real_backend and hrw's GPU path. Read from the source (every import statement, lazy ones too)
-and checked in a fresh interpreter."""
+"""The layers of DESIGN.md ("layers and kits"), read from the source: every import statement,
+those inside functions too, must point down (or stay in its own layer). torch only in
+real_backend and hrw's GPU path; the library loads without torch in a fresh interpreter."""
 import ast
 import subprocess
 import sys
@@ -12,47 +12,105 @@ ROOT = Path(__file__).resolve().parent.parent
 # hrw's optional GPU path is the one place outside real_backend that may import torch
 TORCH_OK = {"hrw/torch_path.py", "hrw/gpu_check.py"}
 
+# bottom to top; a module belongs to the longest prefix that names it (docs/layout.md)
+LAYERS = [
+    ("hrw",),
+    ("rdzv_sim.errors", "rdzv_sim.ops"),
+    ("rdzv_sim.protocols",),
+    ("rdzv_sim.scenario",),
+    ("rdzv_sim.trace",),
+    ("rdzv_sim.sim", "rdzv_sim.aggregate", "rdzv_sim.models"),
+    ("rdzv_sim.training", "rdzv_sim.placement"),
+    ("rdzv_sim.result", "rdzv_sim.api", "rdzv_sim.estimate", "rdzv_sim.outputs"),
+    ("rdzv_sim.report", "rdzv_sim.sweep", "rdzv_sim.cli", "rdzv_sim.__main__", "rdzv_sim"),
+    ("rdzv_sim.testing",),
+    ("real_backend",),
+]
 
-def imports(path: Path) -> set[str]:
-    """Top-level names of every module `path` imports (relative imports resolved)."""
-    pkg = path.relative_to(ROOT).parts[0]
-    out = set()
+
+def layer_of(module: str) -> int | None:
+    best = None
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if (module == n or module.startswith(n + ".")) and (best is None or len(n) > best[1]):
+                best = (i, len(n))
+    return None if best is None else best[0]
+
+
+def module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path) -> list[tuple[str, int]]:
+    """(module, line) for every import in `path`, relative ones resolved, `from a import b`
+    as `a.b` (b may be a module)."""
+    me = module_of(path)
+    here = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+    out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            out |= {a.name.split(".")[0] for a in node.names}
+            out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            out.add(pkg if node.level else (node.module or "").split(".")[0])
+            base = ".".join(here[:len(here) - node.level + 1] + [node.module or ""]).strip(".") \
+                if node.level else node.module
+            out += [(f"{base}.{a.name}", node.lineno) for a in node.names]
     return out
 
 
-def sources(pkg: str):
-    return sorted((ROOT / pkg).rglob("*.py"))
+def upward(paths) -> list[str]:
+    bad = []
+    for path in paths:
+        me = module_of(path)
+        mine = layer_of(me)
+        for target, line in imported(path):
+            theirs = layer_of(target)
+            if mine is not None and theirs is not None and theirs > mine:
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {me} imports {target}, a layer above it")
+    return bad
 
 
-@pytest.mark.parametrize("pkg, forbidden", [("hrw", {"rdzv_sim", "real_backend"}),
-                                            ("rdzv_sim", {"real_backend", "torch"})])
-def test_no_import_points_the_wrong_way(pkg, forbidden):
-    bad = {}
-    for path in sources(pkg):
-        rel = path.relative_to(ROOT).as_posix()
-        found = imports(path) & (forbidden - ({"torch"} if rel in TORCH_OK else set()))
-        if found:
-            bad[rel] = sorted(found)
-    assert not bad, f"imports against DESIGN.md's direction: {bad}"
+def sources(*pkgs):
+    return sorted(p for pkg in pkgs for p in (ROOT / pkg).rglob("*.py"))
 
 
-def test_hrw_imports_torch_only_on_its_gpu_path():
-    bad = [p.relative_to(ROOT).as_posix() for p in sources("hrw")
-           if "torch" in imports(p) and p.relative_to(ROOT).as_posix() not in TORCH_OK]
+def test_every_import_points_down_the_layers():
+    bad = upward(sources("hrw", "rdzv_sim", "real_backend"))
+    assert not bad, "imports against DESIGN.md's layers:\n" + "\n".join(bad)
+
+
+def test_torch_only_in_real_backend_and_hrws_gpu_path():
+    bad = [f"{p.relative_to(ROOT)}:{line}" for p in sources("hrw", "rdzv_sim")
+           for target, line in imported(p)
+           if target.split(".")[0] == "torch" and p.relative_to(ROOT).as_posix() not in TORCH_OK]
     assert not bad
 
 
-def test_the_checker_sees_a_wrong_import(tmp_path):
-    """The scan is not vacuous: a lazy import inside a function is found."""
-    f = ROOT / "rdzv_sim" / "_layer_probe.py"
-    f.write_text("def f():\n    from real_backend import launcher\n    import torch.distributed\n")
+@pytest.mark.parametrize("where, source, target", [
+    ("rdzv_sim/protocols/_layer_probe.py", "def f():\n    from ..testing import strategies\n",
+     "rdzv_sim.testing.strategies"),
+    ("rdzv_sim/sim/_layer_probe.py", "def f():\n    from ..training.spans import round_spans\n",
+     "rdzv_sim.training.spans.round_spans"),
+    ("rdzv_sim/scenario/_layer_probe.py", "def f():\n    import rdzv_sim.aggregate.job\n",
+     "rdzv_sim.aggregate.job"),
+    ("hrw/_layer_probe.py", "def f():\n    from real_backend import launcher\n", "real_backend.launcher"),
+])
+def test_the_checker_sees_a_planted_upward_import_inside_a_function(where, source, target):
+    """The scan is not vacuous: a lazy upward import, relative or absolute, is reported."""
+    f = ROOT / where
+    f.write_text(source)
     try:
-        assert {"real_backend", "torch"} <= imports(f)
+        bad = upward([f])
+    finally:
+        f.unlink()
+    assert len(bad) == 1 and target in bad[0], bad
+
+
+def test_a_downward_import_is_not_reported():
+    f = ROOT / "rdzv_sim" / "testing" / "_layer_probe.py"
+    f.write_text("def f():\n    from ..protocols import registry\n    from ..api import run\n")
+    try:
+        assert upward([f]) == []
     finally:
         f.unlink()
 
@@ -60,7 +118,7 @@ def test_the_checker_sees_a_wrong_import(tmp_path):
 def test_the_library_and_its_cli_load_without_torch_or_real_backend():
     code = ("import sys, rdzv_sim, rdzv_sim.cli, rdzv_sim.api, rdzv_sim.testing, rdzv_sim.sim.simulation, "
             "rdzv_sim.aggregate.job, rdzv_sim.report, rdzv_sim.protocols.registry as r; r.specs(); "
-            "bad = {'torch', 'real_backend'} & {m.split('.')[0] for m in sys.modules}; "
+            "bad = {'torch', 'real_backend', 'hypothesis'} & {m.split('.')[0] for m in sys.modules}; "
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr

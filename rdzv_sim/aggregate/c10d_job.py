@@ -20,6 +20,7 @@ from ..protocols.c10d.protocol import CACHE_DURATION
 from ..protocols.c10d.state import addr_of, desc
 from ..sim.node import SimNode
 from ..trace import RunStats
+from .jobs import register_aggregate_job
 from .c10d_race import C10dRace
 from .job import AggregateSimulation
 
@@ -212,3 +213,6 @@ class AggregateC10d(AggregateSimulation):
         stats = super().run(progress, slices)
         stats.store_ops, stats.store_bytes = self.race.ops, self.race.bytes
         return stats
+
+
+register_aggregate_job("c10d", AggregateC10d)

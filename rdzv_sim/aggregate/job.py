@@ -25,6 +25,7 @@ from ..protocols.base import digest
 from ..sim.node import SimNode
 from ..sim.simulation import Simulation
 from ..trace import RunStats
+from .jobs import register_aggregate_job
 from .hrw_round import Sizes, hrw_round
 from .queue import Fifo
 
@@ -284,3 +285,6 @@ class AggregateSimulation(Simulation):
         stats = super().run(progress, slices)
         stats.store_ops, stats.store_bytes = self.fifo.ops, self.fifo.bytes
         return stats
+
+
+register_aggregate_job("hrw", AggregateSimulation)

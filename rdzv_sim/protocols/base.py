@@ -207,10 +207,11 @@ class Protocol:
     name = "base"
     needs: frozenset = frozenset()
     torch_counterpart: str | None = None   # a torch handler that stands in for it in real runs
-    # a training model of its own, `training(events, rounds, sc, spans) -> TrainingResult`
-    # (a staticmethod), instead of the stop-the-world one: the per-step quorum's
-    training = None
+    torch_baseline: str | None = None      # a torch handler a real run may use instead (--torch-static)
     deterministic: bool = False   # same members and ranks whatever the timing (validate checks them)
+    # the simulator's fidelities that model it; "aggregate" needs a job registered by
+    # rdzv_sim.aggregate.register_aggregate_job
+    fidelities: tuple[str, ...] = ("per_operation",)
 
     def __init__(self, cfg: ProtocolSettings):
         if cfg.min_nodes is None or cfg.max_nodes is None:

@@ -25,6 +25,7 @@ from . import ranking
 from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
                    Watch, closed_count, decode_object, digest, watch_key)
 from .ranking import RankOrder
+from .registry import register_protocol
 from .settings import ProtocolSettings
 
 
@@ -73,6 +74,7 @@ def has_quorum(infos) -> bool:
 class HrwProtocol(Protocol):
     name = "hrw"
     deterministic = True
+    fidelities = ("per_operation", "aggregate")
     first_round = 0          # rounds are first_round, + round_step, ...: a replica group of the
     round_step = 1           # `quorum` protocol numbers its rounds apart from the other groups'
 
@@ -419,3 +421,6 @@ class HrwProtocol(Protocol):
         """Bump first, then say why: whoever sees `end` finds the round already moved on."""
         yield CompareSet(self.prefix + "round", str(rnd), str(rnd + self.round_step))
         yield Set(self._k(rnd, "end"), reason)
+
+
+register_protocol("hrw", HrwProtocol, HrwSettings)

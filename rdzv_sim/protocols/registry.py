@@ -1,16 +1,22 @@
-"""The protocols a scenario can name: built-in ones, `register_protocol` calls, and plugins.
+"""The protocols a scenario can name, each one kit: its class, its settings and its parts.
 
 A protocol is a class (generators that yield `rdzv_sim.ops`) plus its settings model. Once
 registered, the scenario schema, `rdzv-sim list`/`schema`, `--set`, sweeps, the property
-strategies, the real runtime and `validate` all know it. Installed packages add protocols
-through the `rdzv_sim.protocols` entry-point group (a module to import, or a callable to
-call); `RDZV_SIM_PROTOCOLS=mod1,mod2` imports modules the same way without installing them.
+strategies, the real runtime and `validate` all know it. Built-in protocols are found exactly
+like plugins: through the `rdzv_sim.protocols` entry-point group (a module to import, or a
+callable to call); `RDZV_SIM_PROTOCOLS=mod1,mod2` imports modules the same way uninstalled.
+
+A kit's optional *parts* (its aggregate round model, training model, settings strategy,
+invariants, known behaviours, cost estimate, real-runtime needs) are registered by the layer that
+owns each kind, through that layer's own `register_...` function, and kept here by
+(protocol, kind), so a part may be registered before or after its protocol.
 """
 from __future__ import annotations
 
 import importlib
 import os
 from dataclasses import dataclass
+from typing import Any
 from typing import Literal
 
 from pydantic import create_model
@@ -41,8 +47,13 @@ class ProtocolSpec:
     def make(self, settings: ProtocolSettings):
         return self.cls(settings)
 
+    def part(self, kind: str, default: Any = None) -> Any:
+        """This protocol's part of `kind` (see `register_part`), or `default`."""
+        return _PARTS.get((self.name, kind), default)
+
 
 _SPECS: dict[str, ProtocolSpec] = {}
+_PARTS: dict[tuple[str, str], Any] = {}
 _state = {"version": 0, "plugins": False}
 
 
@@ -76,6 +87,28 @@ def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] = P
     return spec
 
 
+def register_part(protocol: str, kind: str, part: Any, *, replace: bool = False) -> None:
+    """Give protocol `protocol` its part of `kind`; the owning layer's `register_...` calls this
+    (`rdzv_sim.aggregate.register_round_model`, `rdzv_sim.testing.register_invariant`, ...)."""
+    if not isinstance(protocol, str) or not isinstance(kind, str):
+        raise ProtocolError(f"register_part: protocol and kind are names, got {protocol!r}, {kind!r}")
+    key = (protocol, kind)
+    if key in _PARTS and not replace and _PARTS[key] is not part:
+        raise ProtocolError(f"protocol {protocol!r} has its {kind} part already; pass replace=True "
+                            "to replace it")
+    _PARTS[key] = part
+
+
+def part(protocol: str, kind: str, default: Any = None) -> Any:
+    """Protocol `protocol`'s part of `kind`, or `default` (the owning layer's accessors read it)."""
+    return _PARTS.get((protocol, kind), default)
+
+
+def add_part(protocol: str, kind: str, item: Any) -> None:
+    """Append `item` to protocol `protocol`'s list part of `kind` (invariants, known behaviours)."""
+    _PARTS.setdefault((protocol, kind), []).append(item)
+
+
 def _load_plugins() -> None:
     if _state["plugins"]:
         return
@@ -102,7 +135,6 @@ def import_modules(modules) -> None:
 
 def specs() -> dict[str, ProtocolSpec]:
     """Every registered protocol, by name (plugins loaded on first call)."""
-    from . import builtin  # noqa: F401 - registers static, hrw, c10d
     _load_plugins()
     return dict(_SPECS)
 
@@ -117,5 +149,7 @@ def get(name: str) -> ProtocolSpec:
 
 
 def plugin_modules() -> list[str]:
-    """Modules of protocols that are not built in: a fresh process imports them to know them."""
-    return sorted({s.module for s in specs().values() if not s.module.startswith("rdzv_sim.")})
+    """Modules of protocols a fresh process must import to know them (those no entry point names)."""
+    from importlib.metadata import entry_points
+    found = {ep.value.split(":")[0] for ep in entry_points(group=ENTRY_POINTS)}
+    return sorted({s.module for s in specs().values()} - found)

@@ -28,6 +28,10 @@ class ProtocolSettings(BaseModel):
         """(YAML path, message) for what these settings cannot run in `scenario` (override it)."""
         return []
 
+    def round_sizes(self, scenario) -> tuple[int, int]:
+        """Fewest and most hosts one round of `scenario` may hold (the safety checks' bounds)."""
+        return (scenario.min_nodes, scenario.max_nodes)
+
     def round_time(self) -> float:
         """Seconds the protocol's own timers can add to one round after the faults stop (the
         liveness bound of `rdzv_sim.testing` adds the agent's and the store's)."""

@@ -12,6 +12,7 @@ from typing import ClassVar, Literal
 from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep
 from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
                    Watch, digest, watch_key)
+from .registry import register_protocol
 from .settings import ProtocolSettings
 
 
@@ -36,6 +37,7 @@ class StaticSettings(ProtocolSettings):
 class StaticProtocol(Protocol):
     name = "static"
     deterministic = True
+    torch_baseline = "static"       # torch's StaticTCPRendezvous, for `validate --torch-static`
 
     def _k(self, rnd: int, name: str) -> str:
         return f"{self.prefix}r{rnd}/{name}"
@@ -103,3 +105,6 @@ class StaticProtocol(Protocol):
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield CompareSet(self.prefix + "round", str(result.round), str(result.round + 1))
         yield Set(self._k(result.round, "end"), reason)
+
+
+register_protocol("static", StaticProtocol, StaticSettings)

@@ -1,6 +1,7 @@
 """Semantic checks that the types alone cannot express; each problem names its YAML path."""
 from __future__ import annotations
 
+from ..protocols.registry import specs
 from .schema import Scenario
 
 
@@ -56,8 +57,9 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         if sc.store.kind != "tcpstore":
             out.append((("store", "kind"), "fidelity: aggregate models one TCPStore only; use "
                         "fidelity: per_operation for a replicated store"))
-        if p.name not in ("hrw", "c10d"):
-            out.append((("protocol", "name"), f"fidelity: aggregate models the hrw and c10d "
+        able = sorted(n for n, s in specs().items() if "aggregate" in s.cls.fidelities)
+        if p.name not in able:
+            out.append((("protocol", "name"), f"fidelity: aggregate models the {' and '.join(able)} "
                         f"protocols, not {p.name!r}; use fidelity: per_operation"))
         if sc.cluster.cpu.shared_cores:
             out.append((("cluster", "cpu", "shared_cores"), "fidelity: aggregate gives every agent "

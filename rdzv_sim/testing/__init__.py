@@ -7,14 +7,16 @@
     def test_hrw(sc):
         check_run(sc)          # simulates, checks safety and liveness, fails with a replay file
 
-Needs the `testing` extra (hypothesis).
+The checkers need only pandas; the strategies need the `testing` extra (hypothesis) and load
+on first use.
 """
 from .invariants import Report, Violation, check_safety
+from .known import Known
 from .liveness import check_liveness, liveness_bound, quiet_time
-from .known import KNOWN
+from .parts import register_invariant, register_known, register_settings_strategy
 from .replay import replay_hint, save_failure, to_yaml
-from .strategies import (agent_settings, fault_schedules, protocol_settings, replicated_stores,
-                         scenarios)
+
+_STRATEGIES = ("agent_settings", "fault_schedules", "protocol_settings", "replicated_stores", "scenarios")
 
 
 def check_run(scenario, liveness: bool = True):
@@ -30,6 +32,13 @@ def check_run(scenario, liveness: bool = True):
     return r, report
 
 
-__all__ = ["Report", "Violation", "check_liveness", "check_safety", "check_run", "liveness_bound",
-           "quiet_time", "KNOWN", "replay_hint", "save_failure", "to_yaml", "agent_settings",
-           "fault_schedules", "protocol_settings", "scenarios"]
+def __getattr__(name):
+    if name in _STRATEGIES:                # hypothesis is imported only by those who draw
+        from . import strategies
+        return getattr(strategies, name)
+    raise AttributeError(f"module 'rdzv_sim.testing' has no attribute {name!r}")
+
+
+__all__ = ["Known", "Report", "Violation", "check_liveness", "check_run", "check_safety",
+           "liveness_bound", "quiet_time", "register_invariant", "register_known",
+           "register_settings_strategy", "replay_hint", "save_failure", "to_yaml", *_STRATEGIES]

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .known import known_for
+from .parts import invariants_of, register_invariant
 
 
 @dataclass(frozen=True)
@@ -329,26 +330,23 @@ def check_safety(tables: dict, scenario) -> Report:
     """All safety invariants of `scenario`'s protocol over a run's tables."""
     ev, rounds = tables["events"], tables["rounds"]
     proto = scenario.protocol
-    lo, hi = getattr(proto, "round_sizes", (scenario.min_nodes, scenario.max_nodes))
+    lo, hi = proto.round_sizes(scenario)
     v = (ranks_are_a_permutation(ev) + members_agree(ev)
          + size_within_bounds(ev, lo, hi)
          + rounds_increase(ev) + members_were_alive(ev) + every_member_accounted(ev)
          + rounds_take_time(rounds))
-    for check in PROTOCOL_INVARIANTS.get(proto.name, ()):
+    for check in invariants_of(proto.name):
         v += check(tables, scenario)
     return Report(known_for(proto.name, v, scenario))
 
 
-def register_invariant(protocol: str, check) -> None:
-    """Add `check(tables, scenario) -> list[Violation]` to what `check_safety` runs for the
-    protocol named `protocol` (a protocol's own promises beyond the common ones)."""
-    PROTOCOL_INVARIANTS.setdefault(protocol, []).append(check)
+def _confirmed(t, sc):
+    return confirmed_before_ranks(t["events"])
 
 
-PROTOCOL_INVARIANTS: dict[str, list] = {
-    "hrw": [ranks_follow_policy,
-            lambda t, sc: hrw_moves_are_minimal(t["rounds"]),
-            lambda t, sc: confirmed_before_ranks(t["events"]),
-            lambda t, sc: one_store_per_epoch(t["events"])],
-    "static": [lambda t, sc: confirmed_before_ranks(t["events"])],
-    "quorum": [lambda t, sc: confirmed_before_ranks(t["events"]), quorum_invariants]}
+for _check in (ranks_follow_policy, lambda t, sc: hrw_moves_are_minimal(t["rounds"]), _confirmed,
+               lambda t, sc: one_store_per_epoch(t["events"])):
+    register_invariant("hrw", _check)
+register_invariant("static", _confirmed)
+register_invariant("quorum", _confirmed)
+register_invariant("quorum", quorum_invariants)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from .parts import known_of, register_known
+
 TORCH = "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (torch 2.13)"
 
 
@@ -63,15 +65,15 @@ _ORPHAN = ("store_failover: the successors come with a round's assignments, so a
            "where the store went; it fails over by an older round's list, or not at all, and "
            "trains again only when pointed at the successor (rdzv_sim/protocols/agent.py, fail_over)")
 
-KNOWN: dict[str, list[Known]] = {
-    "static": [
-        Known("every_member_accounted",
+register_known(
+    "static",
+    Known("every_member_accounted",
               "static rendezvous has no confirmation: a rank that set its key and then lost the "
               "store (or died) is still a member; the others learn it in process-group init "
-              "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"),
-    ],
-    "hrw": [Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost)],
-    "c10d": [
+              "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"))
+register_known("hrw", Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost))
+register_known(
+    "c10d",
         Known("every_member_accounted",
               "a dead participant stays in a complete round until its keep-alive expires "
               f"(3 x 5 s): _BackendRendezvousStateHolder._sanitize removes it only then ({TORCH})"),
@@ -91,13 +93,11 @@ KNOWN: dict[str, list[Known]] = {
                                            "every_member_accounted")),
         *(Known(inv, _SKEW, _skewed) for inv in
           ("members_agree", "ranks_are_a_permutation", "every_member_accounted", "liveness",
-           "size_within_bounds")),
-    ],
-}
+           "size_within_bounds")))
 
 
 def known_for(protocol: str, violations: list, scenario=None) -> list:
-    table = KNOWN.get(protocol, [])
+    table = known_of(protocol)
     out = []
     for v in violations:
         k = next((k for k in table if k.invariant == v.invariant

@@ -14,6 +14,7 @@ from hypothesis.errors import InvalidArgument
 from ..scenario.load import load
 from ..scenario.schema import MAX_DURATION
 from .liveness import liveness_bound, quiet_time
+from .parts import register_settings_strategy, settings_strategy_of
 
 FAULT_KINDS = ("crash", "restart", "pause", "partition", "worker_failure", "slow_join",
                "store_pause", "clock_skew", "preemption", "flap")
@@ -78,7 +79,7 @@ FIXED = {"join_timeout": 1e6, "hole_grace": 1.0}
 def protocol_settings(draw, protocol: str, nodes: int, settings: dict | None = None) -> dict:
     """Settings for any registered protocol: min/max nodes drawn (both `nodes` for a
     protocol with a fixed world), the fields in DRAWN drawn, the rest default.
-    A protocol's settings model may offer `strategy(nodes)` to draw its own instead.
+    A protocol may register its own (`register_settings_strategy`) to draw instead.
     `settings` maps field names to values or strategies that replace what is drawn."""
     from ..protocols.registry import get
     model = get(protocol).settings
@@ -89,7 +90,7 @@ def protocol_settings(draw, protocol: str, nodes: int, settings: dict | None = N
         raise InvalidArgument(f"settings={unknown!r}: not fields of {protocol!r}'s settings; "
                               f"it has {sorted(set(fields) - {'name'})}")
     given = {k: draw(v) if isinstance(v, st.SearchStrategy) else v for k, v in given.items()}
-    own = getattr(model, "strategy", None)
+    own = settings_strategy_of(protocol)
     if own is not None:
         return {"name": protocol, **draw(own(nodes)), **given}
     if model.fixed_world:
@@ -103,6 +104,27 @@ def protocol_settings(draw, protocol: str, nodes: int, settings: dict | None = N
         if k in fields:
             out[k] = draw(strategy)
     return out | given
+
+
+def _quorum_settings(nodes: int):
+    """What `scenarios(protocol="quorum")` draws: a group size that divides the nodes,
+    min_replicas up to the groups, short Lighthouse timers."""
+    @st.composite
+    def draw(d):
+        size = d(st.sampled_from([k for k in range(1, nodes + 1) if nodes % k == 0]))
+        out = {"group_size": size, "min_replicas": d(st.integers(1, nodes // size)),
+               "heartbeat_timeout": d(st.sampled_from([0.5, 1.0, 5.0])),
+               "quorum_join_timeout": d(st.sampled_from([0.0, 1.0, 10.0])),
+               "step_time": d(st.sampled_from([0.1, 1.0, 3.0])),
+               "reconfigure_time": d(st.sampled_from([0.0, 0.5])),
+               "state_bytes": d(st.sampled_from([0.0, 1e9])), "heal_bandwidth": 1e9,
+               "probe_interval": 5.0, "probe_timeout": 2.0, **FIXED}
+        out.update({k: d(v) for k, v in DRAWN.items()})
+        return out
+    return draw()
+
+
+register_settings_strategy("quorum", _quorum_settings)
 
 
 @st.composite

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from .account import INTERRUPTION_COLUMNS, LOST, TrainingResult, throughput
+from .model import register_training_model
 from .work import span_work
 
 QUORUM_LOST = LOST + ("heal", "reconfigure", "quorum")
@@ -80,12 +81,12 @@ def lives(spans: pd.DataFrame, rounds: pd.DataFrame, group_of_round, events: pd.
 
 def replay(events, rounds, sc, spans=None):
     """The scenario's Lighthouse replayed over a run's group lives: (lighthouse, lives)."""
-    from ..protocols.configure import protocol_for
     from .spans import round_spans
     if spans is None:
         spans = round_spans(events, sc.duration)
     lh = lighthouse_for(sc)
-    life = lives(spans, rounds, protocol_for(sc).group_of_round, events, sc.protocol.timeout,
+    groups = sc.protocol.groups(sc.max_nodes)
+    life = lives(spans, rounds, lambda rnd: rnd % groups, events, sc.protocol.timeout,
                  lh.costs.detection)
     return lh.replay(life), life
 
@@ -211,3 +212,6 @@ def _interruptions(lh, life, size: int) -> pd.DataFrame:
                          "absorbed": not q.restart})
         prev = q
     return pd.DataFrame(rows, columns=INTERRUPTION_COLUMNS + ["absorbed"]).astype({"absorbed": bool})
+
+
+register_training_model("quorum", evaluate_quorum)

@@ -8,7 +8,8 @@ import rdzv_sim
 from rdzv_sim.ops import Emit, Sleep
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 from rdzv_sim.protocols.static import StaticProtocol, StaticSettings
-from rdzv_sim.testing.invariants import PROTOCOL_INVARIANTS, register_invariant
+from rdzv_sim.testing import register_invariant
+from rdzv_sim.testing.parts import invariants_of
 
 
 class ArrivalRanks(HrwProtocol):
@@ -67,5 +68,5 @@ MUTANTS = {ArrivalRanks.name: (ArrivalRanks, HrwSettings, {}),
            StaticOffByOne.name: (StaticOffByOne, StaticSettings, {})}
 for name, (cls, settings, _) in MUTANTS.items():
     rdzv_sim.register_protocol(name, cls, settings, replace=True)
-    for check in PROTOCOL_INVARIANTS[cls.__mro__[1].name]:      # they claim their parent's promises
+    for check in invariants_of(cls.__mro__[1].name):      # they claim their parent's promises
         register_invariant(name, check)

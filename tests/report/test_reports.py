@@ -13,6 +13,7 @@ import pytest
 import rdzv_sim
 from rdzv_sim.report import FIGURES, build, from_dir
 from rdzv_sim.trace import RunStats, events_table, rounds_table, summary_table
+from rdzv_sim.training import round_spans
 
 
 def cli(*args):
@@ -75,7 +76,8 @@ def _synthetic(n: int, rounds: int = 6):
     rd = rounds_table(ev)
     for c in ("hrw", "modulo", "ring", "fair_share"):
         rd[f"shards_moved_{c}"] = np.arange(len(rd)) * 10
-    summ = summary_table(ev, rd, RunStats(duration=1000.0, protocol="hrw", nodes=n), "synthetic", 0)
+    summ = summary_table(ev, rd, RunStats(duration=1000.0, protocol="hrw", nodes=n), "synthetic", 0,
+                         None, round_spans(ev, 1000.0))
     return {"events": ev, "rounds": rd, "summary": summ, "store_load": None}
 
 

@@ -8,7 +8,6 @@ import pytest
 
 import rdzv_sim
 from hrw import Assignment, Placement
-from rdzv_sim.scenario import bundled
 
 
 @pytest.fixture(scope="module")
@@ -109,24 +108,6 @@ def test_idle_time_costs_no_events():
     short = rdzv_sim.run("quickstart", ["duration=1000"]).summary.sim_events.iloc[0]
     long_ = rdzv_sim.run("quickstart", ["duration=10000000"]).summary.sim_events.iloc[0]
     assert long_ == short            # 10,000x the simulated time, not one event more
-
-
-@pytest.mark.parametrize("name", sorted(bundled()))
-def test_every_bundled_scenario_runs(name):
-    overrides = {"rack-failure": ["cluster.nodes=64", "protocol.min_nodes=32",
-                                  "protocol.max_nodes=64", "shards.count=4096"],
-                 "c10d-2048-crash": ["cluster.nodes=64", "cluster.topology.racks=2",
-                                     "protocol.min_nodes=60", "protocol.max_nodes=64"],
-                 "llama3-54d": ["cluster.nodes=32", "cluster.topology.racks=4", "protocol.min_nodes=16",
-                                "protocol.max_nodes=32", "duration=86400", "shards.count=1024"],
-                 "llama3-54d-quorum": ["cluster.nodes=64", "cluster.topology.racks=4", "duration=86400",
-                                       "shards.count=1024"],
-                 }.get(name, [])
-    r = rdzv_sim.run(name, overrides)
-    assert len(r.events) > 0
-    if name not in ("static-missing-rank",):
-        assert len(r.rounds) >= 1 and r.rounds["consistent"].all()
-    assert (r.rounds["start"] <= r.rounds["end"]).all() and (r.rounds["latency"] >= 0).all()
 
 
 def test_include_merges_a_calibration_underneath(tmp_path):

@@ -1,5 +1,6 @@
 """`sorted`: the hrw protocol with ranks in name order (or reverse), as a user package would
-define and register it. Nothing in rdzv_sim knows of it: registering it is the whole story.
+define and register it. Nothing in rdzv_sim knows of it: registering it and its parts (an
+aggregate job, an invariant, a cost estimate, a settings strategy) is the whole story.
 
     RDZV_SIM_PROTOCOLS=userproto.sorted_hrw rdzv-sim run my-sorted.yaml
 """
@@ -10,8 +11,11 @@ from typing import Literal
 from pydantic import Field
 
 import rdzv_sim
+from rdzv_sim.aggregate import register_aggregate_job
+from rdzv_sim.aggregate.job import AggregateSimulation
+from rdzv_sim.estimate import register_cost
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
-from rdzv_sim.testing.invariants import Violation, register_invariant
+from rdzv_sim.testing import Violation, register_invariant, register_settings_strategy
 
 
 class SortedSettings(HrwSettings):
@@ -39,5 +43,16 @@ def ranks_follow_names(tables, scenario) -> list[Violation]:
     return out
 
 
+def settings(nodes: int):
+    """What the property tests draw for it: both orders, any floor, a short last call."""
+    from hypothesis import strategies as st
+    return st.fixed_dictionaries({"order": st.sampled_from(["name", "reverse"]),
+                                  "min_nodes": st.integers(1, nodes), "max_nodes": st.just(nodes),
+                                  "last_call_timeout": st.integers(0, 3), "join_timeout": st.just(1e6)})
+
+
 rdzv_sim.register_protocol("sorted", SortedProtocol, SortedSettings)
 register_invariant("sorted", ranks_follow_names)
+register_settings_strategy("sorted", settings)
+register_aggregate_job("sorted", AggregateSimulation)      # the hrw job honours its rank order
+register_cost("sorted", "per_operation", lambda n, sc: 1e-3 * n)

@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, Watch, digest
+from ..registry import register_protocol
 from ..settings import ProtocolSettings
 from ...ops import (BackgroundLoad, Changed, CompareSet, Emit, FirstOf, Get, HeartbeatTimes, Now,
                     Random, Sleep, StartHeartbeat, StoppedHeartbeats, WallClock, Work)
@@ -82,6 +83,7 @@ class C10dProtocol(Protocol):
     # simulator hints: a real run uses torch's own DynamicRendezvousHandler instead
     needs = frozenset({Changed, StartHeartbeat, HeartbeatTimes, StoppedHeartbeats, BackgroundLoad})
     torch_counterpart = "c10d"
+    fidelities = ("per_operation", "aggregate")
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -279,3 +281,6 @@ class C10dProtocol(Protocol):
         h = self.holder(node)
         deadline = (yield Now()) + CLOSE_TIMEOUT
         yield from self._run(h, lambda st, now, dl, wall, beat: D.close(st, now, dl), deadline, node)
+
+
+register_protocol("c10d", C10dProtocol, C10dSettings)

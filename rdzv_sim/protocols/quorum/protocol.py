@@ -21,6 +21,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..base import NodeInfo, Protocol, RoundResult, Watch
 from ..hrw import HrwProtocol, HrwSettings
+from ..registry import register_protocol
 
 
 class QuorumSettings(HrwSettings):
@@ -43,32 +44,13 @@ class QuorumSettings(HrwSettings):
                                    "on a group that vanished fails after it (a killed process's fails as "
                                    "fast as the group's own peers notice it)")
 
-    @property
-    def round_sizes(self) -> tuple[int, int]:
-        """Every round is one replica group's (the safety checks' size bounds)."""
+    def groups(self, hosts: int) -> int:
+        """How many replica groups a job of `hosts` hosts has; round r is group r % groups."""
+        return max(1, hosts // self.group_size)
+
+    def round_sizes(self, scenario) -> tuple[int, int]:
+        """Every round is one replica group's."""
         return (self.group_size, self.group_size)
-
-    @classmethod
-    def strategy(cls, nodes: int):
-        """What `rdzv_sim.testing.scenarios(protocol="quorum")` draws: a group size that divides
-        the nodes, min_replicas up to the groups, short Lighthouse timers."""
-        from hypothesis import strategies as st
-
-        from ...testing.strategies import DRAWN, FIXED
-
-        @st.composite
-        def draw(d):
-            size = d(st.sampled_from([k for k in range(1, nodes + 1) if nodes % k == 0]))
-            out = {"group_size": size, "min_replicas": d(st.integers(1, nodes // size)),
-                   "heartbeat_timeout": d(st.sampled_from([0.5, 1.0, 5.0])),
-                   "quorum_join_timeout": d(st.sampled_from([0.0, 1.0, 10.0])),
-                   "step_time": d(st.sampled_from([0.1, 1.0, 3.0])),
-                   "reconfigure_time": d(st.sampled_from([0.0, 0.5])),
-                   "state_bytes": d(st.sampled_from([0.0, 1e9])), "heal_bandwidth": 1e9,
-                   "probe_interval": 5.0, "probe_timeout": 2.0, **FIXED}
-            out.update({k: d(v) for k, v in DRAWN.items()})
-            return out
-        return draw()
 
     @property
     def heal_time(self) -> float:
@@ -111,7 +93,7 @@ class QuorumProtocol(Protocol):
 
     def __init__(self, cfg: QuorumSettings):
         super().__init__(cfg)
-        self.groups = max(1, cfg.max_nodes // cfg.group_size)
+        self.groups = cfg.groups(cfg.max_nodes)
         self._inner: dict[int, HrwProtocol] = {}
 
     # --- which group -------------------------------------------------------------------
@@ -161,8 +143,5 @@ class QuorumProtocol(Protocol):
     def clean_up(self, result: RoundResult):
         yield from self._of(result).clean_up(result)
 
-    @staticmethod
-    def training(events, rounds, sc, spans):
-        """The training model of a per-step job (`rdzv_sim/training/quorum.py`)."""
-        from ...training.quorum import evaluate_quorum
-        return evaluate_quorum(events, rounds, sc, spans)
+
+register_protocol("quorum", QuorumProtocol, QuorumSettings)
