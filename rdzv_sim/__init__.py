@@ -27,15 +27,8 @@ def load_scenario(source, overrides=(), seed=None):
     return load(source, overrides, seed)
 
 
-def register_protocol(name, cls, settings=None, *, replace=False):
-    """Make a protocol class (and its settings model) known to scenarios, the CLI, sweeps,
-    the property strategies and the real runtime; see `rdzv_sim.protocols.registry`."""
-    from .protocols.registry import register_protocol as _register
-    from .protocols.settings import ProtocolSettings
-    return _register(name, cls, settings or ProtocolSettings, replace=replace)
-
-
-_LAZY = {"Protocol": ("protocols.base", "Protocol"),
+_LAZY = {"register_protocol": ("protocols.registry", "register_protocol"),
+         "Protocol": ("protocols.base", "Protocol"),
          "ProtocolSettings": ("protocols.settings", "ProtocolSettings"),
          "ScenarioError": ("scenario.load", "ScenarioError"),
          "RunResult": ("result", "RunResult")}

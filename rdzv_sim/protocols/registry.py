@@ -62,10 +62,13 @@ def version() -> int:
     return _state["version"]
 
 
-def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] = ProtocolSettings,
+def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] | None = None,
                       *, replace: bool = False) -> ProtocolSpec:
-    """Make protocol `cls` with settings model `settings` known as `name` everywhere."""
+    """Make protocol `cls` with settings model `settings` (default: the common fields only)
+    known as `name` everywhere: scenarios, the CLI, sweeps, the property strategies, the real
+    runtime. Its other parts are registered by the layers that own them (module doc)."""
     from .base import Protocol
+    settings = ProtocolSettings if settings is None else settings
     if not isinstance(name, str) or not name.replace("-", "_").isidentifier():
         raise ProtocolError(f"register_protocol: name {name!r} must be a word (letters, digits, _ or -)")
     if not (isinstance(cls, type) and issubclass(cls, Protocol)):

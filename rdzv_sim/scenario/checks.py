@@ -5,8 +5,7 @@ from ..protocols.registry import specs
 from .schema import Scenario
 
 
-AGGREGATE_FAULTS = ("crash", "restart", "slow_join", "worker_failure", "rack_failure")
-MAX_FLAPS = 10_000                # downs of one flap (each a cut and a heal)
+from .faults import AGGREGATE_KINDS
 
 
 def problems(sc: Scenario) -> list[tuple[tuple, str]]:
@@ -65,9 +64,9 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
             out.append((("cluster", "cpu", "shared_cores"), "fidelity: aggregate gives every agent "
                         "a CPU of its own; use fidelity: per_operation for cores shared on one machine"))
         for i, f in enumerate(sc.faults):
-            if f.kind not in AGGREGATE_FAULTS:
+            if not f.aggregate:
                 out.append((("faults", i, "kind"), f"{f.kind!r} is not modelled by fidelity: "
-                            f"aggregate (it models {', '.join(AGGREGATE_FAULTS)}); use "
+                            f"aggregate (it models {', '.join(AGGREGATE_KINDS)}); use "
                             "fidelity: per_operation"))
     for i, rf in enumerate(sc.random_faults):
         if getattr(rf, "detection", None) is not None and rf.scope == "job":
@@ -85,17 +84,7 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         if getattr(f, "nodes", None) is not None:
             for j, x in enumerate(f.nodes):
                 node(base + ("nodes", j), x)
-        if f.kind in ("partition", "latency", "flap", "loss") and (f.nodes is None) == (f.rack is None):
-            what = {"partition": "a partition", "latency": "a latency fault", "flap": "a flap",
-                    "loss": "a loss fault"}[f.kind]
-            out.append((base, f"{what} names either `nodes` or `rack`"))
-        if f.kind == "flap":
-            if f.down >= f.period:
-                out.append((base + ("down",), f"{f.down:g} s down every {f.period:g} s leaves the "
-                            "link never up: down must be shorter than period (a partition stays down)"))
-            elif f.duration / f.period > MAX_FLAPS:
-                out.append((base + ("period",), f"{f.duration / f.period:,.0f} downs: at most "
-                            f"{MAX_FLAPS:,} per flap (a longer period, or a shorter duration)"))
+        out += f.problems(sc, base)
         if getattr(f, "rack", None) is not None:
             if not racks:
                 out.append((base + ("rack",), "rack faults need cluster.topology.kind: racks"))

@@ -8,6 +8,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFl
 
 from ..protocols.hrw import HrwSettings
 from ..protocols.settings import ProtocolSettings
+from .faults import Fault
 
 
 # Bounds on what can make a run explode; the reasons are in docs/scenarios.md's preamble.
@@ -135,139 +136,6 @@ class Outputs(Strict):
     formats: list[Literal["parquet", "csv"]] = ["parquet"]   # add csv for CSV copies (`--csv`)
 
 
-# --- faults ----------------------------------------------------------------------------
-class _At(Strict):
-    at: NonNegativeFloat
-
-
-class Crash(_At):
-    kind: Literal["crash"]
-    node: int
-
-
-class Restart(_At):
-    kind: Literal["restart"]
-    node: int
-    # the host comes back under its name with another address (a pod rescheduled: same name,
-    # new IP); its workers' MASTER_ADDR must follow when it is rank 0
-    new_address: bool = False
-
-
-class SlowJoin(Strict):
-    kind: Literal["slow_join"]
-    node: int
-    delay: NonNegativeFloat
-
-
-class Pause(_At):
-    kind: Literal["pause"]
-    node: int
-    duration: PositiveFloat
-
-
-class Partition(_At):
-    kind: Literal["partition"]
-    nodes: list[int] | None = None
-    rack: int | None = None
-    duration: PositiveFloat
-
-
-class Latency(_At):
-    """Extra one-way delay on the named nodes' (or a rack's) link to the store for a while:
-    a congested or flapping link (real runs: the TCP fault proxy delays every chunk)."""
-    kind: Literal["latency"]
-    nodes: list[int] | None = None
-    rack: int | None = None
-    delay: PositiveFloat
-    duration: PositiveFloat
-
-
-class Flap(_At):
-    """A gray failure: the named nodes' (or a rack's) network goes down for `down` s every
-    `period` s, for `duration` s (a flapping switch port, a bad cable). Each down is a
-    partition (real runs: the fault proxy cuts and heals); a down that outlasts the
-    collectives costs a round."""
-    kind: Literal["flap"]
-    nodes: list[int] | None = None
-    rack: int | None = None
-    duration: PositiveFloat
-    period: PositiveFloat
-    down: PositiveFloat
-
-
-class Loss(_At):
-    """A lossy link: each message on the named nodes' (or a rack's) link to the store is lost
-    with probability `rate` for `duration` s, and TCP resends it after its retransmission
-    timeout `rto`, doubling with each loss in a row (at most 6): a bad optic, an overrun port.
-    Real runs: the fault proxy holds each chunk for the same seeded draws."""
-    kind: Literal["loss"]
-    nodes: list[int] | None = None
-    rack: int | None = None
-    rate: Annotated[float, Field(gt=0.0, le=0.9)]
-    duration: PositiveFloat
-    rto: Annotated[float, Field(ge=0.001, le=10.0)] = 0.2       # Linux's minimum RTO
-
-
-class StoreCrash(_At):
-    kind: Literal["store_crash"]
-
-
-class StorePause(_At):
-    kind: Literal["store_pause"]
-    duration: PositiveFloat
-
-
-class RackFailure(_At):
-    kind: Literal["rack_failure"]
-    rack: int
-    repair: PositiveFloat | None = None          # restart the rack's nodes after this long
-
-
-class ClockSkew(_At):
-    kind: Literal["clock_skew"]
-    node: int
-    offset: float
-
-
-class WorkerFailure(_At):
-    kind: Literal["worker_failure"]
-    node: int
-
-
-class AgentFailure(_At):
-    """The node's agent exits with an error, not a signal: out of its restarts (a host whose
-    workers keep failing), its own bug, a failed health check. torch's launcher then calls the
-    rendezvous handler's shutdown(): with c10d that closes the rendezvous for every agent of
-    the job (pytorch/pytorch#67742); hrw's leaves the others to re-form."""
-    kind: Literal["agent_failure"]
-    node: int
-
-
-class Preemption(_At):
-    """Preemption with notice (a spot instance reclaimed, a pod evicted): the agent gets SIGTERM
-    at `at` and the host goes away `notice` seconds later. torchrun's agent stops its workers
-    and exits on SIGTERM without writing anything (torch 2.13 skips the rendezvous shutdown on
-    a signal); a protocol may use the notice to leave its round cleanly (hrw ends it)."""
-    kind: Literal["preemption"]
-    node: int
-    notice: NonNegativeFloat = 30.0
-
-
-class Straggler(_At):
-    """The host's steps run `slowdown` times slower for `duration` seconds (None: to the end):
-    a throttled GPU, a bad NIC. Every synchronous step of a round it is in waits for it; the
-    training model charges it (goodput), and `scheduler.drain_slower_than` can drain it."""
-    kind: Literal["straggler"]
-    node: int
-    slowdown: Annotated[float, Field(gt=1.0, le=1000.0)]
-    duration: PositiveFloat | None = None
-
-
-Fault = Annotated[
-    Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, Flap, Loss, StoreCrash, StorePause,
-          RackFailure, ClockSkew, WorkerFailure, AgentFailure, Straggler, Preemption],
-    Field(discriminator="kind"),
-]
 
 
 class NodeFailures(Strict):

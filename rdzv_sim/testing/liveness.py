@@ -24,12 +24,7 @@ def liveness_bound(scenario) -> float:
 def quiet_time(scenario) -> float:
     """When the last scheduled fault (or its end: heal, resume, repair) takes effect."""
     t = scenario.cluster.start_spread
-    for f in scenario.faults:
-        end = getattr(f, "at", 0.0) + (getattr(f, "duration", 0.0) or 0.0)
-        end += getattr(f, "delay", 0.0) + (getattr(f, "repair", 0.0) or 0.0)
-        end += getattr(f, "notice", 0.0)               # a preemption's host goes at + notice
-        t = max(t, end)
-    return t
+    return max([t, *(f.ends() for f in scenario.faults)])
 
 
 VALUE_BYTES = 512          # a store value per host, generously (c10d's blob: ~220 B per host)

@@ -16,6 +16,9 @@ from ..scenario.schema import MAX_DURATION
 from .liveness import liveness_bound, quiet_time
 from .parts import register_settings_strategy, settings_strategy_of
 
+from ..scenario.faults import KINDS
+
+# what `fault_schedules` draws unless told: the kinds every protocol and store survives
 FAULT_KINDS = ("crash", "restart", "pause", "partition", "worker_failure", "slow_join",
                "store_pause", "clock_skew", "preemption", "flap")
 
@@ -24,40 +27,81 @@ def times(horizon: float) -> st.SearchStrategy[float]:
     return st.integers(0, int(horizon * 10)).map(lambda x: x / 10)
 
 
+def _hosts(d, nodes):
+    return sorted(d(st.lists(st.integers(0, nodes - 1), min_size=1, max_size=nodes, unique=True)))
+
+
+def _links(d, nodes, racks):
+    """A link fault names some hosts, or (with racks) a whole rack."""
+    if racks and d(st.booleans()):
+        return {"rack": d(st.integers(0, racks - 1))}
+    return {"nodes": _hosts(d, nodes)}
+
+
+def _flap(d, nodes, racks, at):
+    period = d(st.integers(2, 60))
+    return {**_links(d, nodes, racks), "at": at, "period": period, "down": d(st.integers(1, period - 1)),
+            "duration": d(st.integers(period, 4 * period))}
+
+
+# kind -> draw(d, nodes, racks, node, at): one fault of that kind (YAML-shaped, without `kind`)
+DRAW = {
+    "crash": lambda d, n, r, node, at: {"node": node, "at": at},
+    "restart": lambda d, n, r, node, at: {"node": node, "at": at},
+    "worker_failure": lambda d, n, r, node, at: {"node": node, "at": at},
+    "agent_failure": lambda d, n, r, node, at: {"node": node, "at": at},
+    "slow_join": lambda d, n, r, node, at: {"node": node, "delay": at},
+    "pause": lambda d, n, r, node, at: {"node": node, "at": at,
+                                  "duration": d(st.integers(1, 120))},
+    "partition": lambda d, n, r, node, at: {**_links(d, n, r), "at": at, "duration": d(st.integers(1, 120))},
+    "latency": lambda d, n, r, node, at: {**_links(d, n, r), "at": at, "duration": d(st.integers(1, 120)),
+                                    "delay": d(st.sampled_from([0.01, 0.5, 3.0]))},
+    "loss": lambda d, n, r, node, at: {**_links(d, n, r), "at": at, "duration": d(st.integers(1, 60)),
+                                 "rate": d(st.sampled_from([0.05, 0.3, 0.9]))},
+    "flap": lambda d, n, r, node, at: _flap(d, n, r, at),
+    "store_crash": lambda d, n, r, node, at: {"at": at},
+    "store_pause": lambda d, n, r, node, at: {"at": at, "duration": d(st.integers(1, 60))},
+    "rack_failure": lambda d, n, r, node, at: {"rack": d(st.integers(0, r - 1)), "at": at,
+                                         "repair": d(st.one_of(st.none(), st.integers(1, 120)))},
+    "clock_skew": lambda d, n, r, node, at: {"node": node, "at": at,
+                                       "offset": float(d(st.integers(-30, 30)))},
+    "preemption": lambda d, n, r, node, at: {"node": node, "at": at,
+                                       "notice": d(st.integers(0, 60)) * 1.0},
+    "straggler": lambda d, n, r, node, at: {"node": node, "at": at,
+                                      "slowdown": d(st.sampled_from([1.5, 4.0])),
+                                      "duration": d(st.one_of(st.none(), st.integers(1, 300)))},
+}
+assert set(DRAW) == set(KINDS), "every fault kind of the schema has a way to be drawn"
+
+
+def fault_schedules(nodes: int, horizon: float = 200.0, kinds=FAULT_KINDS, max_faults: int = 6,
+                    racks: int = 0) -> st.SearchStrategy[list[dict]]:
+    """A list of scheduled faults (YAML-shaped dicts) on `nodes` hosts within `horizon` s, of
+    the given `kinds` (any of `rdzv_sim.scenario.faults.KINDS`). `racks`: how many racks the
+    cluster has (rack faults need it; `scenarios()` gives the cluster that topology)."""
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise InvalidArgument(f"fault_schedules(kinds={kinds!r}): {'unknown kind ' + repr(unknown[0]) if unknown else 'no kind'}; "
+                              f"the kinds are {', '.join(KINDS)}")
+    if not isinstance(nodes, int) or nodes < 1:
+        raise InvalidArgument(f"fault_schedules(nodes={nodes!r}): give the cluster's host count, >= 1 "
+                              "(pass faults=lambda n: fault_schedules(n, ...) to scenarios())")
+    if "rack_failure" in kinds and not 1 <= racks <= nodes:
+        raise InvalidArgument(f"fault_schedules(kinds=(..., 'rack_failure'), racks={racks!r}): a rack "
+                              f"failure needs racks between 1 and nodes ({nodes})")
+    if not 0 <= racks <= nodes:
+        raise InvalidArgument(f"fault_schedules(racks={racks!r}): at most one rack per host ({nodes})")
+    return _fault_schedules(nodes, horizon, kinds, max_faults, racks)
+
+
 @st.composite
-def fault_schedules(draw, nodes: int, horizon: float = 200.0, kinds=FAULT_KINDS,
-                    max_faults: int = 6) -> list[dict]:
-    """A list of scheduled faults (YAML-shaped dicts) on `nodes` hosts within `horizon` s."""
+def _fault_schedules(draw, nodes, horizon, kinds, max_faults, racks) -> list[dict]:
     out = []
     for _ in range(draw(st.integers(0, max_faults))):
-        kind = draw(st.sampled_from(list(kinds)))
+        kind = draw(st.sampled_from(kinds))
         node = draw(st.integers(0, nodes - 1))
-        at = draw(times(horizon))
-        if kind in ("crash", "restart", "worker_failure"):
-            out.append({"kind": kind, "node": node, "at": at})
-        elif kind == "pause":
-            out.append({"kind": kind, "node": node, "at": at, "duration": draw(st.integers(1, 120))})
-        elif kind == "partition":
-            hosts = draw(st.lists(st.integers(0, nodes - 1), min_size=1, max_size=nodes, unique=True))
-            out.append({"kind": kind, "nodes": sorted(hosts), "at": at,
-                        "duration": draw(st.integers(1, 120))})
-        elif kind == "slow_join":
-            out.append({"kind": kind, "node": node, "delay": at})
-        elif kind == "store_pause":
-            out.append({"kind": kind, "at": at, "duration": draw(st.integers(1, 60))})
-        elif kind == "store_crash":
-            out.append({"kind": kind, "at": at})
-        elif kind == "preemption":
-            out.append({"kind": kind, "node": node, "at": at, "notice": draw(st.integers(0, 60)) * 1.0})
-        elif kind == "flap":
-            hosts = draw(st.lists(st.integers(0, nodes - 1), min_size=1, max_size=nodes, unique=True))
-            period = draw(st.integers(2, 60))
-            out.append({"kind": kind, "nodes": sorted(hosts), "at": at, "period": period,
-                        "down": draw(st.integers(1, period - 1)),
-                        "duration": draw(st.integers(period, 4 * period))})
-        elif kind == "clock_skew":
-            out.append({"kind": kind, "node": node, "at": at,
-                        "offset": draw(st.integers(-30, 30)).__float__()})
+        out.append({"kind": kind, **DRAW[kind](draw, nodes, racks, node, draw(times(horizon)))})
     # one slow_join per node at most (a node starts once)
     seen, unique = set(), []
     for f in out:
@@ -75,20 +119,27 @@ DRAWN = {"last_call_timeout": st.integers(0, 5), "confirm_timeout": st.integers(
 FIXED = {"join_timeout": 1e6, "hole_grace": 1.0}
 
 
-@st.composite
-def protocol_settings(draw, protocol: str, nodes: int, settings: dict | None = None) -> dict:
+def protocol_settings(protocol: str, nodes: int, settings: dict | None = None) -> st.SearchStrategy[dict]:
     """Settings for any registered protocol: min/max nodes drawn (both `nodes` for a
     protocol with a fixed world), the fields in DRAWN drawn, the rest default.
     A protocol may register its own (`register_settings_strategy`) to draw instead.
     `settings` maps field names to values or strategies that replace what is drawn."""
     from ..protocols.registry import get
-    model = get(protocol).settings
-    fields = model.model_fields
+    _known_protocol("protocol_settings", protocol)
+    fields = get(protocol).settings.model_fields
     given = dict(settings or {})
     unknown = sorted(set(given) - set(fields))
     if unknown:
         raise InvalidArgument(f"settings={unknown!r}: not fields of {protocol!r}'s settings; "
                               f"it has {sorted(set(fields) - {'name'})}")
+    return _protocol_settings(protocol, nodes, given)
+
+
+@st.composite
+def _protocol_settings(draw, protocol, nodes, given) -> dict:
+    from ..protocols.registry import get
+    model = get(protocol).settings
+    fields = model.model_fields
     given = {k: draw(v) if isinstance(v, st.SearchStrategy) else v for k, v in given.items()}
     own = settings_strategy_of(protocol)
     if own is not None:
@@ -149,9 +200,17 @@ def replicated_stores(draw, nodes: int) -> dict:
             "op_timeout": draw(st.integers(5, 30))}
 
 
-@st.composite
-def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
-              horizon: float = 200.0, settings: dict | None = None, store=None):
+def _known_protocol(where: str, protocol) -> None:
+    from ..protocols.registry import specs
+    known = specs()
+    if protocol not in known:
+        raise InvalidArgument(f"{where}(protocol={protocol!r}): not a registered protocol; registered: "
+                              f"{', '.join(sorted(known))} (register yours with rdzv_sim.register_protocol "
+                              "before building the strategy)")
+
+
+def scenarios(protocol: str = "hrw", nodes=st.integers(1, 8), faults=None, horizon: float = 200.0,
+              settings: dict | None = None, store=None) -> st.SearchStrategy:
     """A validated Scenario with generated cluster, settings and faults.
 
     `settings` fixes or draws protocol fields: `settings={"rank_order": st.just("stable")}`.
@@ -160,7 +219,22 @@ def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
 
     `faults` is a strategy of fault lists, or a function of the node count that returns one
     (so that node indexes fit the drawn cluster): `faults=lambda n: fault_schedules(n, ...)`.
+    A fault on a rack gives the cluster a rack topology.
     """
+    _known_protocol("scenarios", protocol)
+    if not isinstance(nodes, st.SearchStrategy):
+        raise InvalidArgument(f"scenarios(nodes={nodes!r}): give a strategy of host counts, "
+                              "e.g. nodes=st.integers(1, 8) or st.just(4)")
+    if not (faults is None or callable(faults) or isinstance(faults, st.SearchStrategy)):
+        raise InvalidArgument(f"scenarios(faults={faults!r}): give a strategy of fault lists or a "
+                              "function of the node count, e.g. faults=lambda n: fault_schedules(n)")
+    if not isinstance(horizon, (int, float)) or horizon <= 0:
+        raise InvalidArgument(f"scenarios(horizon={horizon!r}): give the seconds faults fall within, > 0")
+    return _scenarios(protocol, nodes, faults, horizon, settings, store)
+
+
+@st.composite
+def _scenarios(draw, protocol, nodes, faults, horizon, settings, store):
     n = draw(nodes)
     if callable(faults) and not isinstance(faults, st.SearchStrategy):
         faults = faults(n)
@@ -180,6 +254,9 @@ def scenarios(draw, protocol: str = "hrw", nodes=st.integers(1, 8), faults=None,
         "shards": {"count": 256, "policies": ["hrw"]},
         "faults": draw(faults if faults is not None else fault_schedules(n, horizon)),
     }
+    racks = [f["rack"] for f in data["faults"] if f.get("rack") is not None]
+    if racks:
+        data["cluster"]["topology"] = {"kind": "racks", "racks": max(racks) + 1}
     sc = load(data | {"duration": MAX_DURATION})          # long enough to compute the bound
     data["duration"] = float(int(quiet_time(sc) + liveness_bound(sc) + 10))
     return load(data)

@@ -1,0 +1,279 @@
+"""The scheduled faults, one model per kind: its fields, what it does on the timeline (its
+actions), when it ends, what the scenario checks refuse in it, and whether the aggregate
+fidelity models it. The timeline, the checks, the liveness bound and the property strategies
+read these; a new kind is one class here (and a way to draw it in `rdzv_sim.testing`).
+
+Each fault compiles to a few `Action`s (a partition: `cut`, then `heal`; a pause: `pause`,
+then `resume`). The simulator walks each fault's actions in one process; the real launcher
+sorts them all by time. `after` is the delay since the fault's previous action (the simulator
+sleeps exactly that), `at` the absolute time (the launcher's clock).
+"""
+from __future__ import annotations
+
+import math
+import typing
+from dataclasses import dataclass
+from typing import Annotated, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
+
+MAX_FLAPS = 10_000                # downs of one flap (each a cut and a heal)
+
+
+@dataclass(frozen=True)
+class Action:
+    at: float
+    after: float              # seconds since this fault's previous action (or since t = 0)
+    kind: str                 # what to do: crash, restart, start (a slow join), pause/resume, ...
+    fault: int                # index in the scenario's `faults`
+    node: int | None = None
+    nodes: tuple[int, ...] | None = None
+    rack: int | None = None
+    value: float = 0.0        # delay, offset or duration, by kind
+
+
+class _Fault(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    aggregate: ClassVar[bool] = False          # modelled by fidelity: aggregate
+
+    def _where(self, i: int) -> dict:
+        nodes = getattr(self, "nodes", None)
+        return dict(fault=i, node=getattr(self, "node", None), rack=getattr(self, "rack", None),
+                    nodes=tuple(nodes) if nodes is not None else None)
+
+    def actions(self, i: int) -> list[Action]:
+        """What fault number `i` does, in time order: one action at `at` (override for more)."""
+        return [Action(self.at, self.at, self.kind, **self._where(i))]
+
+    def ends(self) -> float:
+        """When its last effect (a heal, a resume, a repair) takes place."""
+        return max(a.at for a in self.actions(0))
+
+    def problems(self, sc, path: tuple) -> list[tuple[tuple, str]]:
+        """(YAML path, message) for what the types cannot refuse (node ranges are checked for all)."""
+        return []
+
+
+class _At(_Fault):
+    at: NonNegativeFloat
+
+
+class _Span(_At):
+    """A fault that begins at `at` and is undone `duration` s later."""
+    duration: PositiveFloat
+    begin_end: ClassVar[tuple[str, str]]
+
+    def value(self) -> float:
+        return self.duration
+
+    def actions(self, i: int) -> list[Action]:
+        begin, end = self.begin_end
+        one = self._where(i)
+        return [Action(self.at, self.at, begin, value=self.value(), **one),
+                Action(self.at + self.duration, self.duration, end, value=self.value(), **one)]
+
+
+class _Links(_Span):
+    """A fault on the named nodes' links, or a whole rack's."""
+    nodes: list[int] | None = None
+    rack: int | None = None
+    what: ClassVar[str]
+
+    def problems(self, sc, path):
+        if (self.nodes is None) == (self.rack is None):
+            return [(path, f"{self.what} names either `nodes` or `rack`")]
+        return []
+
+
+class Crash(_At):
+    kind: Literal["crash"]
+    node: int
+    aggregate: ClassVar[bool] = True
+
+
+class Restart(_At):
+    kind: Literal["restart"]
+    node: int
+    # the host comes back under its name with another address (a pod rescheduled: same name,
+    # new IP); its workers' MASTER_ADDR must follow when it is rank 0
+    new_address: bool = False
+    aggregate: ClassVar[bool] = True
+
+    def actions(self, i):
+        return [Action(self.at, self.at, "restart", value=float(self.new_address), **self._where(i))]
+
+
+class SlowJoin(_Fault):
+    kind: Literal["slow_join"]
+    node: int
+    delay: NonNegativeFloat
+    aggregate: ClassVar[bool] = True
+
+    def actions(self, i):
+        return [Action(self.delay, self.delay, "start", i, node=self.node)]
+
+
+class Pause(_Span):
+    kind: Literal["pause"]
+    node: int
+    begin_end: ClassVar = ("pause", "resume")
+
+
+class Partition(_Links):
+    kind: Literal["partition"]
+    begin_end: ClassVar = ("cut", "heal")
+    what: ClassVar = "a partition"
+
+
+class Latency(_Links):
+    """Extra one-way delay on the named nodes' (or a rack's) link to the store for a while:
+    a congested or flapping link (real runs: the TCP fault proxy delays every chunk)."""
+    kind: Literal["latency"]
+    delay: PositiveFloat
+    begin_end: ClassVar = ("slow", "unslow")
+    what: ClassVar = "a latency fault"
+
+    def value(self):
+        return self.delay
+
+    def ends(self):
+        return self.at + self.duration + self.delay      # a request sent just before the end
+
+
+class Flap(_Links):
+    """A gray failure: the named nodes' (or a rack's) network goes down for `down` s every
+    `period` s, for `duration` s (a flapping switch port, a bad cable). Each down is a
+    partition (real runs: the fault proxy cuts and heals); a down that outlasts the
+    collectives costs a round."""
+    kind: Literal["flap"]
+    period: PositiveFloat
+    down: PositiveFloat
+    what: ClassVar = "a flap"
+
+    def ends(self):
+        return self.at + self.duration
+
+    def actions(self, i):
+        out, last, one = [], 0.0, self._where(i)
+        for j in range(math.ceil(self.duration / self.period - 1e-9)):
+            start = self.at + j * self.period
+            down = min(self.down, self.at + self.duration - start)
+            out += [Action(start, start - last, "cut", value=down, **one),
+                    Action(start + down, down, "heal", value=down, **one)]
+            last = start + down
+        return out
+
+    def problems(self, sc, path):
+        out = super().problems(sc, path)
+        if self.down >= self.period:
+            out.append((path + ("down",), f"{self.down:g} s down every {self.period:g} s leaves the "
+                        "link never up: down must be shorter than period (a partition stays down)"))
+        elif self.duration / self.period > MAX_FLAPS:
+            out.append((path + ("period",), f"{self.duration / self.period:,.0f} downs: at most "
+                        f"{MAX_FLAPS:,} per flap (a longer period, or a shorter duration)"))
+        return out
+
+
+class Loss(_Links):
+    """A lossy link: each message on the named nodes' (or a rack's) link to the store is lost
+    with probability `rate` for `duration` s, and TCP resends it after its retransmission
+    timeout `rto`, doubling with each loss in a row (at most 6): a bad optic, an overrun port.
+    Real runs: the fault proxy holds each chunk for the same seeded draws."""
+    kind: Literal["loss"]
+    rate: Annotated[float, Field(gt=0.0, le=0.9)]
+    rto: Annotated[float, Field(ge=0.001, le=10.0)] = 0.2       # Linux's minimum RTO
+    begin_end: ClassVar = ("lose", "unlose")
+    what: ClassVar = "a loss fault"
+
+    def value(self):
+        return self.rate
+
+
+class StoreCrash(_At):
+    kind: Literal["store_crash"]
+
+
+class StorePause(_Span):
+    kind: Literal["store_pause"]
+    begin_end: ClassVar = ("store_pause", "store_resume")
+
+
+class RackFailure(_At):
+    kind: Literal["rack_failure"]
+    rack: int
+    repair: PositiveFloat | None = None          # restart the rack's nodes after this long
+    aggregate: ClassVar[bool] = True
+
+    def actions(self, i):
+        out = [Action(self.at, self.at, "rack_crash", **self._where(i))]
+        if self.repair is not None:
+            out.append(Action(self.at + self.repair, self.repair, "rack_restart", **self._where(i)))
+        return out
+
+
+class ClockSkew(_At):
+    kind: Literal["clock_skew"]
+    node: int
+    offset: float
+
+    def actions(self, i):
+        return [Action(self.at, self.at, "clock_skew", value=self.offset, **self._where(i))]
+
+
+class WorkerFailure(_At):
+    kind: Literal["worker_failure"]
+    node: int
+    aggregate: ClassVar[bool] = True
+
+
+class AgentFailure(_At):
+    """The node's agent exits with an error, not a signal: out of its restarts (a host whose
+    workers keep failing), its own bug, a failed health check. torch's launcher then calls the
+    rendezvous handler's shutdown(): with c10d that closes the rendezvous for every agent of
+    the job (pytorch/pytorch#67742); hrw's leaves the others to re-form."""
+    kind: Literal["agent_failure"]
+    node: int
+
+
+class Preemption(_At):
+    """Preemption with notice (a spot instance reclaimed, a pod evicted): the agent gets SIGTERM
+    at `at` and the host goes away `notice` seconds later. torchrun's agent stops its workers
+    and exits on SIGTERM without writing anything (torch 2.13 skips the rendezvous shutdown on
+    a signal); a protocol may use the notice to leave its round cleanly (hrw ends it)."""
+    kind: Literal["preemption"]
+    node: int
+    notice: NonNegativeFloat = 30.0
+
+    def actions(self, i):
+        one = self._where(i)
+        return [Action(self.at, self.at, "terminate", **one),
+                Action(self.at + self.notice, self.notice, "reclaim", **one)]
+
+
+class Straggler(_At):
+    """The host's steps run `slowdown` times slower for `duration` seconds (None: to the end):
+    a throttled GPU, a bad NIC. Every synchronous step of a round it is in waits for it; the
+    training model charges it (goodput), and `scheduler.drain_slower_than` can drain it."""
+    kind: Literal["straggler"]
+    node: int
+    slowdown: Annotated[float, Field(gt=1.0, le=1000.0)]
+    duration: PositiveFloat | None = None
+
+    def actions(self, i):
+        one = self._where(i)
+        out = [Action(self.at, self.at, "straggle", value=self.slowdown, **one)]
+        if self.duration is not None:
+            out.append(Action(self.at + self.duration, self.duration, "unstraggle", value=self.slowdown, **one))
+        return out
+
+
+Fault = Annotated[
+    Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, Flap, Loss, StoreCrash, StorePause,
+          RackFailure, ClockSkew, WorkerFailure, AgentFailure, Straggler, Preemption],
+    Field(discriminator="kind"),
+]
+
+# kind -> model, in the order of the union (the reference and the strategies read it)
+KINDS: dict[str, type[_Fault]] = {typing.get_args(m.model_fields["kind"].annotation)[0]: m
+                                  for m in typing.get_args(typing.get_args(Fault)[0])}
+AGGREGATE_KINDS = tuple(k for k, m in KINDS.items() if m.aggregate)
