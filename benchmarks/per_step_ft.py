@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 # the per-step job's assumptions (docs/per-step.md): a 405B model's training state (bf16
 # weights and gradients, fp32 master weights and Adam moments: 16 bytes a parameter), healed

@@ -13,14 +13,12 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import rdzv_sim  # noqa: E402
+import rdzv_sim
 
 POLICIES = ("hrw", "topology", "stable")
 COLUMNS = ("rounds_completed", "ranks_changed", "rank0_moved", "shards_moved_modulo",

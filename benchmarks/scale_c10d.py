@@ -246,7 +246,7 @@ def write_md(out: dict) -> None:
     if ka.exists():
         k = json.loads(ka.read_text())
         L += ["", "## The stall against torch's own handler", "",
-              f"`python research/c10d_keepalive.py` ({k['date']}, torch {k['torch']}, {k['setup']}; "
+              f"`git show 7090fa5:research/c10d_keepalive.py` (a finished study) ({k['date']}, torch {k['torch']}, {k['setup']}; "
               "the model as that setup: one shared core, torch's client CPU per attempt): N handlers "
               f"join at once, join timeout {k['rows'][0]['join_timeout_s']} s.", "",
               "| N | keep-alive (s) | torch | torch CAS | model | model store ops |",

@@ -19,16 +19,14 @@ import os
 import platform
 import signal
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from real_backend.tools.elastic_demo import Demo, _steps  # noqa: E402
+from real_backend.tools.elastic_demo import Demo, _steps
 
 CASES = ("sigterm", "agent_failure")
 FAULT = {"sigterm": "{kind: preemption, node: 2, at: 30, notice: 30}",

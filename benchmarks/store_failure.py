@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from real_backend.tools.elastic_demo import Demo, EtcdDemo, FailoverDemo, _steps  # noqa: E402
+from real_backend.tools.elastic_demo import Demo, EtcdDemo, FailoverDemo, _steps
 
 CASES = [("c10d", "tcpstore"), ("hrw", "tcpstore"), ("etcd-v2", "etcd"), ("hrw", "etcd"),
          ("hrw", "failover")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .protocols.registry import part, register_part
+from .protocols.registry import get, part, register_part
 
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
 
@@ -84,7 +84,8 @@ def estimate(sc) -> Estimate:
     cost = cost_of(name, sc.fidelity) or cost_of("hrw", sc.fidelity)   # unpriced: as hrw
     k = rounds(sc)
     faster = ""
-    agg = cost_of(name, "aggregate")
+    agg = (cost_of(name, "aggregate") or cost_of("hrw", "aggregate")) \
+        if "aggregate" in get(name).cls.fidelities else None
     if sc.fidelity == "per_operation" and agg is not None:
         faster = (f"--set fidelity=aggregate would take about {k * agg.per_round(n, sc):,.0f} s"
                   + (agg.hint(n) if agg.hint else ""))

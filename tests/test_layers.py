@@ -138,3 +138,33 @@ def test_readme_is_a_door_and_every_link_resolves():
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
             assert "://" not in target, f"{page.name} links outside the repository: {target}"
             assert (page.parent / target).resolve().exists(), f"{page.name}: {target} does not exist"
+
+
+# where "hrw" names the placement policy or rank order, not the protocol
+POLICY_FILES = {"rdzv_sim/placement.py"}
+
+
+def test_no_table_outside_the_registry_names_a_protocol():
+    """No dict key and no comparison names a protocol outside the protocols' own modules (in
+    protocols/, or a module named after it in another layer: training/quorum.py): whatever
+    differs by protocol is a part of its kit (docs/protocols.md)."""
+    from rdzv_sim.protocols.registry import specs
+    names = set(specs())
+    bad = []
+    for path in sources("rdzv_sim", "real_backend"):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(("rdzv_sim/protocols/", "real_backend/tools/")) or rel in POLICY_FILES \
+                or path.stem.split("_")[0] in names:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            consts = []
+            if isinstance(node, ast.Dict):
+                consts = [k for k in node.keys if k is not None]
+            elif isinstance(node, ast.Compare):
+                consts = [node.left, *node.comparators]
+                consts += [e for c in node.comparators if isinstance(c, (ast.Tuple, ast.List, ast.Set))
+                           for e in c.elts]
+            hits = [c.value for c in consts if isinstance(c, ast.Constant) and c.value in names]
+            if hits:
+                bad.append(f"{rel}:{node.lineno}: {hits}")
+    assert not bad, "tables keyed by protocol name:\n" + "\n".join(bad)

@@ -119,3 +119,39 @@ def test_a_replay_file_keeps_the_protocol_it_failed_with():
             pass
         sc = load(text)
         assert load(to_yaml(sc)).protocol.name == name
+
+
+def test_it_runs_at_the_aggregate_fidelity_with_the_same_ranks():
+    """Its aggregate job (registered from outside) honours its rank order, as per-operation does."""
+    import rdzv_sim
+
+    def ranks(r):
+        ra = r.events[r.events.event == "rank_assigned"]
+        return {int(k): g.sort_values("rank")["node"].tolist() for k, g in ra.groupby("round")}
+    per_op = rdzv_sim.run(SCENARIO)
+    agg = rdzv_sim.run(SCENARIO, ["fidelity=aggregate"])
+    assert list(ranks(agg).values()) == list(ranks(per_op).values())
+    assert list(ranks(agg).values())[0] == ["node3", "node2", "node1", "node0"]
+
+
+def test_its_cost_estimate_is_its_own():
+    from rdzv_sim.estimate import estimate
+    sc = load(SCENARIO)
+    hrw = load(SCENARIO.replace("name: sorted", "name: hrw").replace("  order: reverse\n", ""))
+    assert estimate(sc).seconds == pytest.approx(estimate(hrw).seconds * 1e-3 / 3.8e-4)
+    assert "fidelity=aggregate" in estimate(sc).faster      # it registered no aggregate cost: hrw's
+
+
+def test_a_fidelity_it_does_not_declare_is_refused():
+    from userproto.sorted_hrw import SortedProtocol
+    from rdzv_sim.protocols.registry import get
+    assert "aggregate" in get("sorted").cls.fidelities and SortedProtocol.fidelities == get("sorted").cls.fidelities
+    with pytest.raises(ScenarioError, match="fidelity: aggregate models the c10d and hrw and sorted protocols, not 'static'"):
+        load(SCENARIO.replace("name: sorted", "name: static").replace("  order: reverse\n", "")
+             .replace("  min_nodes: 2\n  last_call_timeout: 1\n", ""), ["fidelity=aggregate"])
+
+
+@settings(max_examples=15)
+@given(scenarios(protocol="sorted", nodes=__import__("hypothesis").strategies.integers(2, 5)))
+def test_the_property_tests_draw_its_settings_with_its_own_strategy(sc):
+    assert sc.protocol.order in ("name", "reverse") and sc.protocol.max_nodes == sc.cluster.nodes
