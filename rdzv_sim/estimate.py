@@ -19,7 +19,7 @@ def c10d_round(n: int, sc) -> float:
     at once, unless the store cannot serve that many within the join timeout (then the storm
     ends there: the agents time out)."""
     from .protocols.c10d.state import blob_size
-    service = sc.store.service_base + sc.store.service_per_byte * 2 * blob_size(n, 0, 8)
+    service = sc.store.service(2 * blob_size(n, 0, 8))
     served = (sc.protocol.join_timeout + 60.0) / max(service, 1e-9)
     return PER_STORE_OP * min(0.7 * n * n, served)
 

@@ -43,7 +43,7 @@ class AggregateC10d(AggregateSimulation):
         sc = self.sc
         descs = [desc(self.nodes[h].info.addr, 1000 + self.nodes[h].incarnation) for h in self.hosts]
         return C10dRace(descs, self.lat_arr, self.protocol.s, sc.protocol.join_timeout,
-                        sc.store.service_base, sc.store.service_per_byte, sc.cluster.cpu.base,
+                        sc.store, sc.cluster.cpu.base,
                         sc.cluster.cpu.per_byte, self.race_rng)
 
     # --- driving the race -----------------------------------------------------------

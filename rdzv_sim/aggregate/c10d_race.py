@@ -44,14 +44,15 @@ class C10dRace:
     ("timeout", {}), ("closed", {}), ("complete", {round, members})."""
 
     def __init__(self, descs: list[str], lat: np.ndarray, s: D.Settings, join_timeout: float,
-                 service_base: float, service_per_byte: float, cpu_base: float,
+                 store, cpu_base: float,
                  cpu_per_byte: float, rng: np.random.Generator, key_len: int = 30,
                  wall_epoch: float = 1.7e9):
         n = len(descs)
         self.desc, self.lat = descs, np.asarray(lat, dtype=float)
         self.index = {d: i for i, d in enumerate(descs)}
         self.s, self.join_timeout, self.rng, self.epoch0 = s, join_timeout, rng, wall_epoch
-        self.sb, self.spb, self.cb, self.cpb = service_base, service_per_byte, cpu_base, cpu_per_byte
+        self.service = store.service              # the scenario's store section: its service model
+        self.sb, self.cb, self.cpb = store.service_base, cpu_base, cpu_per_byte
         self.addr_len = max(len(d.rsplit("_", 2)[0]) for d in descs)
         self.key_len = key_len                    # the blob's key, sent with every request
         self.st, self.v = State(), 0
@@ -64,7 +65,7 @@ class C10dRace:
         self.last_sync = [-INF] * n
         self.seen_round = [0] * n
         self.hb_start = [0.0] * n                 # its background heartbeat's first beat
-        self.period = (s.keep_alive_interval + CACHE_DURATION + 2 * self.lat + service_base).tolist()
+        self.period = (s.keep_alive_interval + CACHE_DURATION + 2 * self.lat + store.service_base).tolist()
         self.made = [False] * n
         self.alive = [False] * n
         self.cas = np.zeros(n, dtype=np.int64)    # attempts since the rendezvous started
@@ -94,7 +95,7 @@ class C10dRace:
     def _stretch(self, size: int) -> float:
         """Service stretched by the reads and heartbeats the race does not step (M/M/1, as the
         per-operation store does for its background load)."""
-        read = self.sb + self.spb * (size + self.key_len)
+        read = self.service(size + self.key_len)
         rho = (len(self.idle) + self.n_running) * read / SYNC_DELAY
         rho += self.n_alive * read / (self.s.keep_alive_interval + CACHE_DURATION)
         return 1.0 / (1.0 - min(rho, 0.95))
@@ -264,8 +265,8 @@ class C10dRace:
         retry = 2 * self.lat + 2 * self.cb + self.cpb * 2 * size
         retry[self.leaving] = INF
         w = next_write(self.pend_t, self.pend_tok, self.pend_kind == GET, retry, self.v, self.free_at,
-                       (self.sb + self.spb * (self.key_len + 2 * size)) * stretch,
-                       (self.sb + self.spb * (self.key_len + size)) * stretch,
+                       self.service(self.key_len + 2 * size) * stretch,
+                       self.service(self.key_len + size) * stretch,
                        lambda i, d: self._would_write(i, d + self.lat[i] + self.cb + self.cpb * size))
         self._plan = w
         return w

@@ -7,13 +7,15 @@ comes back `retry` seconds after the answer with that version (a read's client o
 then writes). The next write is the first request, in arrival order, that carries the current
 version: a pending one, or the retry of one served before it. Served in arrival order, the
 requests before it are the ones that arrived before it, and their departures are Lindley's
-recursion (as `queue.Fifo`): one numpy pass, however many fail first.
+recursion (`queue.departures`): one numpy pass, however many fail first.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from .queue import departures
 
 INF = np.inf
 
@@ -38,11 +40,7 @@ def next_write(arrival: np.ndarray, version: np.ndarray, is_read: np.ndarray, re
     order = act[np.argsort(arrival[act], kind="stable")]
     a = arrival[order]
     read = is_read[order]
-    s = np.where(read, s_read, s_cas)
-    cum = np.cumsum(s)
-    start = a.copy()
-    start[0] = max(start[0], free_at)
-    dep = cum + np.maximum.accumulate(start - (cum - s))
+    dep = departures(a, np.where(read, s_read, s_cas), free_at)
     now = ~read & (version[order] == current)
     cand = np.where(now, a, dep + retry[order])
     while True:

@@ -33,7 +33,7 @@ from .queue import Fifo
 class AggregateSimulation(Simulation):
     def __init__(self, sc):
         super().__init__(sc)
-        self.fifo = Fifo(sc.store.service_base, sc.store.service_per_byte)
+        self.fifo = Fifo(sc.store)
         self.lat = {h: float(self.net.base[h]) for h in self.hosts}
         self.round = 0                    # the store's round (a requeue starts again at 0)
         self.published: list[str] | None = None    # the store's rank order (rank_order=stable)
@@ -269,7 +269,7 @@ class AggregateSimulation(Simulation):
         if old is not None:                                  # check, get, 2 adds, the deletes
             lr = self.lat[order[0]]
             ops = 4 + len(self.protocol.round_keys(r - 2, *old, probes=0))
-            self.fifo.serve(t_ws + lr + np.arange(ops) * (2 * lr + self.fifo.base), self.sizes.key)
+            self.fifo.serve(t_ws + lr + np.arange(ops) * (2 * lr + self.fifo.store.service_base), self.sizes.key)
         acc = self.runtime.round_ops.setdefault(r + tr.round_offset, [0, 0])
         acc[0] += self.fifo.ops - saved[1]
         acc[1] += self.fifo.bytes - saved[2]

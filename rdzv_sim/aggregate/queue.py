@@ -11,17 +11,26 @@ from __future__ import annotations
 import numpy as np
 
 
+def departures(arrivals: np.ndarray, service: np.ndarray, free_at: float) -> np.ndarray:
+    """Lindley's recursion for requests in arrival order (`arrivals` ascending) with their
+    service times, behind a server busy until `free_at`: each request's departure."""
+    start = arrivals.copy()
+    start[0] = max(start[0], free_at)                  # the queue left by earlier batches
+    cum = np.cumsum(service)
+    return cum + np.maximum.accumulate(start - (cum - service))      # S_n + max_k (a_k - S_{k-1})
+
+
 class Fifo:
     """One FIFO server; `serve` takes arrival times (any order) and returns departures."""
 
-    def __init__(self, base: float, per_byte: float):
-        self.base, self.per_byte = base, per_byte
+    def __init__(self, store):
+        self.store = store                 # the scenario's store section: its service model
         self.free_at = 0.0
         self.ops = 0
         self.bytes = 0
 
     def service(self, nbytes) -> np.ndarray | float:
-        return self.base + self.per_byte * nbytes
+        return self.store.service(nbytes)
 
     def serve(self, arrivals: np.ndarray, nbytes) -> np.ndarray:
         """Departure time of each request (in the caller's order); served in arrival order."""
@@ -31,12 +40,7 @@ class Fifo:
         order = np.argsort(a, kind="stable")
         s = np.broadcast_to(np.asarray(self.service(np.asarray(nbytes, dtype=float)), dtype=float),
                             a.shape)[order]
-        arr = a[order]
-        arr = arr.copy()
-        arr[0] = max(arr[0], self.free_at)               # the queue left by earlier batches
-        cum = np.cumsum(s)
-        start_offset = arr - (cum - s)                     # a_k - S_{k-1}
-        dep_sorted = cum + np.maximum.accumulate(start_offset)
+        dep_sorted = departures(a[order], s, self.free_at)
         self.free_at = float(dep_sorted[-1])
         self.ops += a.size
         self.bytes += int(np.sum(np.broadcast_to(np.asarray(nbytes), a.shape)))

@@ -63,18 +63,24 @@ class Cluster(Strict):
 
 
 class Store(Strict):
+    """The store's section; `service(nbytes)` is the one service model every runtime, the
+    liveness bound and the estimate use."""
     # tcpstore: one server (torchrun's c10d store) that lives on `host`; replicated: a Raft
     # cluster as etcd is, `replicas` members on `hosts` (docs/stores.md)
     kind: Literal["tcpstore", "replicated"] = "tcpstore"
     host: int | None = 0                        # node index hosting the store (None: a launcher)
-    service_base: NonNegativeFloat = 20e-6
-    service_per_byte: NonNegativeFloat = 2e-9
+    service_base: NonNegativeFloat = 20e-6       # seconds per request
+    service_per_byte: NonNegativeFloat = 2e-9    # seconds per payload byte
     op_timeout: PositiveFloat = 30.0
     replicas: Annotated[int, Field(ge=1, le=9)] = 3           # replicated: members (odd, >= 3)
     hosts: list[int] | None = None              # replicated: nodes hosting members (None: outside the job)
     election_timeout: PositiveFloat = 1.0       # replicated: a leader silent this long is replaced
     heartbeat_interval: PositiveFloat = 0.1     # replicated: the leader's beat to its followers
     commit_time: NonNegativeFloat = 1e-3        # replicated: a quorum round trip and the log's fsync
+
+    def service(self, nbytes):
+        """Seconds the server spends on a request carrying `nbytes` payload bytes (or an array)."""
+        return self.service_base + self.service_per_byte * nbytes
 
 
 class Agent(Strict):

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import networkx as nx
 
-from .store import ServiceModel, StoreServer
+from .store import StoreServer
 
 
 class ReplicatedStore(StoreServer):
-    def __init__(self, env, net, member_hosts: list[str], service: ServiceModel, commit_time: float,
+    def __init__(self, env, net, member_hosts: list[str], service, commit_time: float,
                  election_timeout: float, rng, trace):
         super().__init__(env, member_hosts[0], service, trace)
         self.net, self.members = net, list(member_hosts)

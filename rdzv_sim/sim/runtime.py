@@ -158,7 +158,7 @@ class SimRuntime(FirstOfMixin):
             floor = self.cfg.wall_epoch + env.now - self.longest_period + min(self.least_skew, 0.0)
             return self.stopped_beats, floor
         if t is O.StartHeartbeat:
-            period = op.period + 2 * self.net.base[node.name] + self.store.service.base
+            period = op.period + 2 * self.net.base[node.name] + self.store.service.service_base
             self.heartbeats[op.desc] = [node, env.now, period, None]
             self.stopped_beats.pop(op.desc, None)
             self.longest_period = max(self.longest_period, period)

@@ -17,7 +17,8 @@ from . import network
 from .network import Network
 from .node import SimNode
 from .runtime import RuntimeConfig, SimRuntime
-from .store import ServiceModel, StoreServer
+from ..scenario.schema import Store
+from .store import StoreServer
 
 
 class Sandbox:
@@ -27,7 +28,7 @@ class Sandbox:
         names = [f"n{i}" for i in range(nodes)]
         graph = network.flat(names + ["store"], latency)
         self.net = Network(self.env, graph, "store", jitter, np.random.default_rng(seed))
-        self.store = StoreServer(self.env, "store", ServiceModel())
+        self.store = StoreServer(self.env, "store", Store())
         self.trace = Tracer()
         self.runtime = SimRuntime(self.env, self.store, self.net, self.trace, cfg)
         self.nodes = [SimNode(NodeInfo(n, n, 1, i)) for i, n in enumerate(names)]

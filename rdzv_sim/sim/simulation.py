@@ -21,7 +21,7 @@ from .node import SimNode
 from .scheduler import Scheduler
 from .runtime import RuntimeConfig, SimRuntime
 from .replicated import ReplicatedStore
-from .store import ServiceModel, StoreServer
+from .store import StoreServer
 
 
 def _count_events(env: simpy.Environment) -> list:
@@ -79,7 +79,7 @@ class Simulation:
             graph.add_edge("launcher", "spine0" if topo.kind == "racks" else "switch",
                            latency=topo.link_latency)
         self.net = Network(env, graph, store_host, topo.jitter, rng_net)
-        service = ServiceModel(st.service_base, st.service_per_byte)
+        service = st
         self.trace = Tracer()
         if st.kind == "replicated":
             self.store = ReplicatedStore(env, self.net, members, service, st.commit_time,

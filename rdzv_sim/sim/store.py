@@ -13,15 +13,6 @@ from ..ops import (Add, Check, CompareSet, Delete, Get, MultiGet, MultiSet, Set,
                    Wait)
 
 
-@dataclass(frozen=True)
-class ServiceModel:
-    base: float = 20e-6           # seconds per operation
-    per_byte: float = 2e-9        # seconds per payload byte
-
-    def time(self, nbytes: int) -> float:
-        return self.base + self.per_byte * nbytes
-
-
 def _keys_bytes(op) -> int:
     return sum(len(k) for k in op.keys)
 
@@ -41,7 +32,8 @@ def payload(op) -> int:
 
 
 class StoreServer:
-    def __init__(self, env: simpy.Environment, host: str, service: ServiceModel, trace=None):
+    def __init__(self, env: simpy.Environment, host: str, service, trace=None):
+        """`service`: the scenario's store section (its `service(nbytes)`)."""
         self.env = env
         self.host = host
         self.trace = trace                       # says the store's faults (None: says nothing)
@@ -95,13 +87,13 @@ class StoreServer:
         so that rounding cannot build up."""
         old = self.background.pop(source, None)
         if old is not None:
-            self._rho -= old[0] * self.service.time(old[1])
+            self._rho -= old[0] * self.service.service(old[1])
         if rate > 0:
             self.background[source] = (rate, nbytes)
-            self._rho += rate * self.service.time(nbytes)
+            self._rho += rate * self.service.service(nbytes)
         self._changes += 1
         if self._changes % 4096 == 0 or not self.background:
-            self._rho = sum(r * self.service.time(b) for r, b in self.background.values())
+            self._rho = sum(r * self.service.service(b) for r, b in self.background.values())
         if self._rho < 1e-15:
             self._rho = 0.0
         self.max_utilization = max(self.max_utilization, self._rho)
@@ -118,8 +110,8 @@ class StoreServer:
     def service_time(self, nbytes: int) -> float:
         """Foreground service time, stretched by the background load (M/M/1: 1/(1-rho))."""
         if not self._rho:
-            return self.service.base + self.service.per_byte * nbytes
-        return self.service.time(nbytes) / (1.0 - min(self._rho, 0.95))
+            return self.service.service(nbytes)
+        return self.service.service(nbytes) / (1.0 - min(self._rho, 0.95))
 
     def sigstop(self) -> None:
         """A store_pause fault (the server process stopped)."""

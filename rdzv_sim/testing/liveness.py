@@ -38,7 +38,7 @@ def round_trip(scenario) -> float:
     n = scenario.cluster.nodes
     one_way = 2 * (topo.link_latency + topo.spine_latency) * (1 + topo.jitter)
     size = VALUE_BYTES * (n + 1)
-    serve = (n + 1) * (store.service_base + store.service_per_byte * size)
+    serve = (n + 1) * store.service(size)
     crowd = n / cpu.shared_cores if cpu.shared_cores else 1.0
     client = 2 * (cpu.base + cpu.per_byte * size + cpu.first_of) * max(1.0, crowd)
     commit = store.commit_time if store.kind == "replicated" else 0.0

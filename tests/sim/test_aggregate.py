@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 import rdzv_sim
 from rdzv_sim.aggregate.queue import Fifo
 from rdzv_sim.scenario.load import ScenarioError
+from rdzv_sim.scenario.schema import Store
 
 
 def one_round(n: int, fidelity: str) -> dict:
@@ -80,7 +81,7 @@ def test_aggregate_refuses_what_it_does_not_model(change, path):
        st.lists(st.integers(0, 2000), min_size=1, max_size=40))
 def test_fifo_batch_is_lindleys_recursion(arrivals, busy_until, sizes):
     sizes = (sizes * len(arrivals))[:len(arrivals)]
-    f = Fifo(1e-3, 1e-6)
+    f = Fifo(Store(service_base=1e-3, service_per_byte=1e-6))
     f.free_at = busy_until
     got = f.serve(np.array(arrivals), np.array(sizes))
     free, want = busy_until, {}
