@@ -63,8 +63,8 @@ class Cluster(Strict):
 
 
 class Store(Strict):
-    """The store's section; `service(nbytes)` is the one service model every runtime, the
-    liveness bound and the estimate use."""
+    """The store the agents meet at: one TCPStore, or a replicated store as etcd is (docs/stores.md)."""
+    # `service(nbytes)` is the one service model: every runtime, the liveness bound, the estimate
     # tcpstore: one server (torchrun's c10d store) that lives on `host`; replicated: a Raft
     # cluster as etcd is, `replicas` members on `hosts` (docs/stores.md)
     kind: Literal["tcpstore", "replicated"] = "tcpstore"
