@@ -18,7 +18,7 @@ def main(spec: dict) -> None:
     from rdzv_sim.protocols.base import NodeInfo
     from rdzv_sim.protocols.registry import get, import_modules
     from rdzv_sim.scenario.load import load
-    from rdzv_sim.protocols.configure import agent_config_for, protocol_for
+    from rdzv_sim.protocols.configure import protocol_for
 
     from .runtime import RealRuntime
     from .workers import GlooWorkers
@@ -48,7 +48,7 @@ def main(spec: dict) -> None:
         why = run_torch_agent(spec, sc, rt)
     else:
         info = NodeInfo(spec["name"], spec["addr"], 1, spec["index"], pid=os.getpid())
-        why = rt.drive(elastic_agent(info, protocol_for(sc), agent_config_for(sc)))
+        why = rt.drive(elastic_agent(info, protocol_for(sc), sc.agent))
     out.close()
     os._exit(0)                    # skip interpreter teardown: abandoned store threads may block
 

@@ -18,7 +18,6 @@ from datetime import timedelta
 
 from rdzv_sim.ops import Emit, StartWorkers
 from rdzv_sim.protocols.agent import out_of_restarts, uses_a_restart
-from rdzv_sim.protocols.configure import agent_config_for
 from rdzv_sim.protocols.base import digest
 
 
@@ -117,6 +116,6 @@ def run_torch_agent(spec: dict, sc, rt) -> str:
         emit("round_left", round=rnd, rank=rank, detail={"reason": reason})
         if uses_a_restart(reason):
             restarts += 1
-            if out_of_restarts(restarts, agent_config_for(sc)):
+            if out_of_restarts(restarts, sc.agent):
                 handler.shutdown()
                 return exit_("max_restarts")

@@ -36,7 +36,7 @@ from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
 from pydantic import ValidationError
 
 from rdzv_sim import ops as O
-from rdzv_sim.protocols.agent import (STORE_LOSS, AgentConfig, Exit, Memory, rendezvous_with_retry,
+from rdzv_sim.protocols.agent import (STORE_LOSS, AgentSettings, Exit, Memory, rendezvous_with_retry,
                                       watch_round)
 from rdzv_sim.protocols.base import NodeInfo
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
@@ -137,7 +137,7 @@ class HrwRendezvousHandler(RendezvousHandler):
         self.run_id = params.run_id
         self.read_timeout = _seconds(params, "read_timeout", 60.0)
         self.protocol = HrwProtocol(self.cfg)
-        self.agent_cfg = AgentConfig(max_rendezvous_attempts=int(params.config.get("max_attempts", 20)))
+        self.agent_cfg = AgentSettings(max_rendezvous_attempts=int(params.config.get("max_attempts", 20)))
         self.addr = params.local_addr or socket.getfqdn()
         explicit = params.config.get("node_name")
         self.name, self._identity = identity.claim(str(explicit or self.addr), self.run_id,

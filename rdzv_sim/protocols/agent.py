@@ -8,6 +8,9 @@ restart; a failure of its own workers or of a collective does use one, as in tor
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreAddress,
                    StoreError, StoreTimeout, UseStore)
@@ -19,12 +22,22 @@ TERMINATED = "terminated"        # SIGTERM to the agent (a preemption's notice)
 AGENT_FAILED = "agent_failed"    # the agent exits with an error (no signal)
 
 
-@dataclass(frozen=True)
-class AgentConfig:
-    max_restarts: int = 3
-    monitor_interval: float = 5.0
-    retry_backoff: float = 1.0       # after a store timeout, before trying the rendezvous again
-    max_rendezvous_attempts: int = 20
+class AgentSettings(BaseModel):
+    """The elastic agent on every host (torchrun's): restarts, monitoring, timeouts."""
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    max_restarts: Annotated[int, Field(ge=0)] = 3
+    monitor_interval: PositiveFloat = 5.0
+    collective_timeout: PositiveFloat = 60.0
+    # when a peer's *process* dies (crash = SIGKILL) its host's kernel resets the connections and
+    # the survivors' collectives fail within about this long (gloo: ~0.3 s); None: they hang until
+    # the collective timeout, as when a whole host vanishes (rack failures always do)
+    peer_crash_detection: PositiveFloat | None = None
+    worker_start: NonNegativeFloat = 5.0
+    worker_start_per_node: NonNegativeFloat = 0.0
+    retry_backoff: NonNegativeFloat = 1.0       # after a store timeout, before trying the rendezvous again
+    max_rendezvous_attempts: PositiveInt = 20   # failed or timed-out rounds in a row before exit
+    process_start: NonNegativeFloat = 0.0       # agent process start-up (imports) before it joins
 
 
 def uses_a_restart(reason: str) -> bool:
@@ -33,7 +46,7 @@ def uses_a_restart(reason: str) -> bool:
     return reason in FAILURES
 
 
-def out_of_restarts(restarts: int, cfg: AgentConfig) -> bool:
+def out_of_restarts(restarts: int, cfg: AgentSettings) -> bool:
     return restarts > cfg.max_restarts
 
 
@@ -66,7 +79,7 @@ def _shut_down(protocol: Protocol, node: NodeInfo, reason: str, event: str | Non
     return (yield from _exit(reason))
 
 
-def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentConfig, restarts: int = 0,
+def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, restarts: int = 0,
                           last: RoundResult | None = None):
     """Join rounds until one completes (a RoundResult, its rank announced), retrying failed
     rounds and store timeouts up to `max_rendezvous_attempts`; else an `Exit`. `last`: the
@@ -169,7 +182,7 @@ class Memory:
         return k is not None
 
 
-def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentConfig):
+def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
     """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
     restarts, memory = 0, Memory()
     while True:

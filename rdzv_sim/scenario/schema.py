@@ -6,6 +6,7 @@ from typing import Annotated, Literal, Union
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, PositiveFloat,
                       PositiveInt, Tag, create_model)
 
+from ..protocols.agent import AgentSettings as Agent
 from ..protocols.hrw import HrwSettings
 from ..protocols.settings import ProtocolSettings
 from .faults import Fault
@@ -81,21 +82,6 @@ class Store(Strict):
     def service(self, nbytes):
         """Seconds the server spends on a request carrying `nbytes` payload bytes (or an array)."""
         return self.service_base + self.service_per_byte * nbytes
-
-
-class Agent(Strict):
-    max_restarts: Annotated[int, Field(ge=0)] = 3
-    monitor_interval: PositiveFloat = 5.0
-    collective_timeout: PositiveFloat = 60.0
-    # when a peer's *process* dies (crash = SIGKILL) its host's kernel resets the connections and
-    # the survivors' collectives fail within about this long (gloo: ~0.3 s); None: they hang until
-    # the collective timeout, as when a whole host vanishes (rack failures always do)
-    peer_crash_detection: PositiveFloat | None = None
-    worker_start: NonNegativeFloat = 5.0
-    worker_start_per_node: NonNegativeFloat = 0.0
-    retry_backoff: NonNegativeFloat = 1.0
-    max_rendezvous_attempts: PositiveInt = 20   # failed or timed-out rounds in a row before exit
-    process_start: NonNegativeFloat = 0.0       # agent process start-up (imports) before it joins
 
 
 class Shards(Strict):

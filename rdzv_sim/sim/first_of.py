@@ -39,7 +39,7 @@ class FirstOfMixin:
     def _branch_at_store(self, node: SimNode, op, nbytes: int):
         """The slow path of a read branch that arrived at a paused, cut-off or dead store."""
         try:
-            result, leaves = yield from self._serve(node, op, nbytes, self.env.now + self.cfg.op_timeout)
+            result, leaves = yield from self._serve(node, op, nbytes, self.env.now + self.op_timeout)
             if leaves > self.env.now:
                 yield self.env.timeout(leaves - self.env.now)
             yield self.env.timeout(self.latency(node))
@@ -52,8 +52,8 @@ class FirstOfMixin:
         event): a FirstOf costs its branches' own events plus one. Branches done by the time
         the node wakes are all candidates; the first in the op's order wins, as in AnyOf."""
         env = self.env
-        if self.cfg.first_of > 0:                 # the client's cost of starting the branches
-            yield env.timeout(self.cfg.first_of)
+        if self.cpu_cfg.first_of > 0:                 # the client's cost of starting the branches
+            yield env.timeout(self.cpu_cfg.first_of)
         woken = env.event()
         hits: dict[int, object] = {}
         procs, signals, cancels, timers = [], [], [], []
@@ -144,7 +144,7 @@ class _ReadBranch:
         self.off, self.parked, self.proc = False, False, None
         self.store = rt.store if node.store is None else node.store
         self.keys = self.store.keys_needed(op)
-        self.limit = op.timeout if op.timeout is not None else rt.cfg.op_timeout
+        self.limit = op.timeout if op.timeout is not None else rt.op_timeout
         rt.env.timeout(rt.arrival(node) - rt.env.now).callbacks.append(self.arrive)
 
     def done(self, value) -> None:

@@ -17,7 +17,7 @@ import simpy
 from .. import ops as O
 from .network import Network
 from .node import SimNode
-from ..models.cpu import PREEMPT_RATE, SLICE, TICK, WAKEUP_PREEMPT, shared_cores
+from ..models.cpu import shared_cores
 from .first_of import FirstOfMixin
 from .pg_init import InitBarriers
 from .store import StoreServer, payload
@@ -26,30 +26,17 @@ from .store import StoreServer, payload
 _STORE_OPS = frozenset(O.STORE_OPS)
 
 
-@dataclass(frozen=True)
-class RuntimeConfig:
-    op_timeout: float = 30.0          # the client's deadline for one store call
-    collective_timeout: float = 60.0  # how long a collective hangs before failing
-    peer_crash_detection: float | None = None   # how soon a killed worker's peers fail (None: hang)
-    worker_start: float = 5.0         # process start + process-group init, seconds
-    worker_start_per_node: float = 0.0
-    wall_epoch: float = 1.7e9         # wall clock at t=0
-    cpu_base: float = 5e-6            # client CPU per Work op, seconds
-    cpu_per_byte: float = 20e-9       # client CPU per byte encoded/decoded (torch pickle+b64)
-    shared_cores: int | None = None   # all hosts share this many cores (one-machine runs)
-    cpu_scheduler: str = "fair"       # how they share them: "fair" (Linux's) or "sharing"
-    cpu_slice: float = SLICE          # fair: protected running time of a process
-    cpu_tick: float = TICK            # fair: when a used-up slice is cut
-    preempt_rate: float = PREEMPT_RATE       # fair: cuts past the slice by wake-ups, per second
-    wakeup_preempt: float = WAKEUP_PREEMPT   # fair: share of wake-ups from I/O that preempt at once
-    cold_start: float = 0.0           # extra CPU of a process's first Work op (cold code paths)
-    first_of: float = 0.0             # client cost of starting a FirstOf's branches
+WALL_EPOCH = 1.7e9                 # the wall clock at t = 0 (torch's c10d deadlines read it)
 
 
 class SimRuntime(FirstOfMixin):
     def __init__(self, env: simpy.Environment, store: StoreServer, net: Network, trace,
-                 cfg: RuntimeConfig, rng=None, cpu=None):
-        self.env, self.store, self.net, self.trace, self.cfg = env, store, net, trace, cfg
+                 agent, cpu_cfg, rng=None, cpu=None):
+        """`agent`, `cpu_cfg`: the scenario's agent and cluster.cpu sections; the store
+        server's `service` is its store section (op_timeout)."""
+        self.env, self.store, self.net, self.trace = env, store, net, trace
+        self.agent, self.cpu_cfg = agent, cpu_cfg
+        self.op_timeout = store.service.op_timeout
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.heartbeats: dict[str, list] = {}    # descriptor -> [node, start, period, stop]
         self.stopped_beats: dict[str, float] = {}   # descriptor -> wall time of its last beat
@@ -61,7 +48,7 @@ class SimRuntime(FirstOfMixin):
         self.rounds: dict[int, set] = {}         # round -> names of the nodes whose workers run it
         self.notices: dict[int, list] = {}       # round -> [(due, culprits)] of collective failures
         self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
-        self.pg_init = InitBarriers(env, cfg.collective_timeout)   # round -> its init barrier
+        self.pg_init = InitBarriers(env, agent.collective_timeout)   # round -> its init barrier
         self.total_ops = 0
         self.total_bytes = 0
         self.load_bin = 1.0                      # seconds per bin of the store_load table
@@ -114,7 +101,7 @@ class SimRuntime(FirstOfMixin):
         env = self.env
         t = type(op)
         if t is O.WallClock:
-            return self.cfg.wall_epoch + env.now + node.clock_skew
+            return WALL_EPOCH + env.now + node.clock_skew
         if t is O.Sleep:
             if op.seconds > 0:
                 yield env.timeout(op.seconds)
@@ -123,25 +110,25 @@ class SimRuntime(FirstOfMixin):
             # a member from now on: a peer that dies while we start fails our collectives too
             node.running_round = op.round
             node.pending.clear()
-            yield env.timeout(self.cfg.worker_start + self.cfg.worker_start_per_node * op.members)
+            yield env.timeout(self.agent.worker_start + self.agent.worker_start_per_node * op.members)
             yield from self._process_group_init(node, op)
             return None
         if t is O.StopWorkers:
             # our workers are stopped (killed): their connections reset, so the collectives of
             # those still in the round fail as fast as after a killed process
             if node.running_round is not None:
-                self.peers_notice(node.running_round, {node.name}, self.cfg.peer_crash_detection)
+                self.peers_notice(node.running_round, {node.name}, self.agent.peer_crash_detection)
             node.running_round = None
             return None
         if t is O.Work:
-            cost = self.cfg.cpu_base + self.cfg.cpu_per_byte * op.nbytes
+            cost = self.cpu_cfg.base + self.cpu_cfg.per_byte * op.nbytes
             if node.warm != node.incarnation:            # first work of this agent process
                 node.warm = node.incarnation
-                cost += self.cfg.cold_start
-            if self.cfg.shared_cores:
+                cost += self.cpu_cfg.cold_start
+            if self.cpu_cfg.shared_cores:
                 # the hosts' processes share these cores (rdzv_sim/models/cpu)
                 if self.cpu is None:
-                    self.cpu = self.cpu_factory(self.env, self.cfg, self.rng)
+                    self.cpu = self.cpu_factory(self.env, self.cpu_cfg, self.rng)
                 job = self.cpu.run(cost, node.name)
                 try:
                     yield job
@@ -155,7 +142,7 @@ class SimRuntime(FirstOfMixin):
         if t is O.HeartbeatTimes:
             return {n: self._last_beat(n) for n in op.names}
         if t is O.StoppedHeartbeats:
-            floor = self.cfg.wall_epoch + env.now - self.longest_period + min(self.least_skew, 0.0)
+            floor = WALL_EPOCH + env.now - self.longest_period + min(self.least_skew, 0.0)
             return self.stopped_beats, floor
         if t is O.StartHeartbeat:
             period = op.period + 2 * self.net.base[node.name] + self.store.service.service_base
@@ -190,7 +177,7 @@ class SimRuntime(FirstOfMixin):
         covers this one, so each round costs O(N) however its members leave."""
         if rnd is None or not self.rounds.get(rnd):
             return
-        when = self.env.now + (self.cfg.collective_timeout if delay is None else delay)
+        when = self.env.now + (self.agent.collective_timeout if delay is None else delay)
         members = self.rounds[rnd]
         due = self.notices.setdefault(rnd, [])
         for w, c in due:
@@ -229,7 +216,7 @@ class SimRuntime(FirstOfMixin):
         node, start, period, stop = rec
         end = self.env.now if stop is None else stop
         last = start + math.floor((end - start) / period) * period
-        return self.cfg.wall_epoch + last + node.clock_skew
+        return WALL_EPOCH + last + node.clock_skew
 
     def _stop_heartbeats(self, node: SimNode) -> None:
         for d, rec in self.heartbeats.items():
@@ -337,13 +324,13 @@ class SimRuntime(FirstOfMixin):
         while self.blocked(node):
             remaining = deadline - env.now
             if remaining <= 0:
-                raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
+                raise O.StoreTimeout(f"{node.name}: store call hung past its {self.op_timeout:g} s deadline")
             waits = [env.timeout(remaining)] if math.isfinite(remaining) else []
             waits.append(store.unpaused if store.paused else
                          net.healed_event(node.name, None if node.store is None else store.host))
             yield env.any_of(waits)
             if env.now >= deadline:
-                raise O.StoreTimeout(f"{node.name}: store call hung past its {self.cfg.op_timeout:g} s deadline")
+                raise O.StoreTimeout(f"{node.name}: store call hung past its {self.op_timeout:g} s deadline")
 
     def arrival(self, node: SimNode) -> float:
         """When a request sent now reaches the store: one TCP connection keeps order."""
@@ -361,7 +348,7 @@ class SimRuntime(FirstOfMixin):
         """One request/reply on the node's connection: latency there, the store's FIFO queue
         and service, latency back. Two SimPy events for a plain call (arrival, reply)."""
         env, store, net = self.env, self.store_of(node), self.net
-        deadline = env.now + self.cfg.op_timeout
+        deadline = env.now + self.op_timeout
         nbytes = payload(op)
         self._account(node, nbytes)
         if self.blocked(node):
@@ -379,7 +366,7 @@ class SimRuntime(FirstOfMixin):
             raise O.StoreError(f"{node.name}: connection reset: the store went down")
         # the reply is lost while the client is cut off: it hangs until its deadline
         if not net.reachable(node.name, store.host):
-            yield from self._until_clear(node, max(deadline, env.now + self.cfg.op_timeout))
+            yield from self._until_clear(node, max(deadline, env.now + self.op_timeout))
             yield env.timeout(self.latency(node))
         return result
 
@@ -412,7 +399,7 @@ class SimRuntime(FirstOfMixin):
         leaves = store.admit(env.now, nbytes)
         needed = store.keys_needed(op)
         if needed and store.missing(needed):
-            timeout = op.timeout if op.timeout is not None else self.cfg.op_timeout
+            timeout = op.timeout if op.timeout is not None else self.op_timeout
             ev = store.park(needed)
             try:
                 if math.isfinite(timeout):

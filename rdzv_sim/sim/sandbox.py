@@ -16,21 +16,21 @@ from ..trace import Tracer
 from . import network
 from .network import Network
 from .node import SimNode
-from .runtime import RuntimeConfig, SimRuntime
-from ..scenario.schema import Store
+from ..scenario.schema import Agent, Cpu, Store
+from .runtime import SimRuntime
 from .store import StoreServer
 
 
 class Sandbox:
     def __init__(self, nodes: int = 2, latency: float = 50e-6, jitter: float = 0.0, seed: int = 0,
-                 cfg: RuntimeConfig = RuntimeConfig()):
+                 store: Store = Store(), agent: Agent = Agent(), cpu: Cpu = Cpu()):
         self.env = simpy.Environment()
         names = [f"n{i}" for i in range(nodes)]
         graph = network.flat(names + ["store"], latency)
         self.net = Network(self.env, graph, "store", jitter, np.random.default_rng(seed))
-        self.store = StoreServer(self.env, "store", Store())
+        self.store = StoreServer(self.env, "store", store)
         self.trace = Tracer()
-        self.runtime = SimRuntime(self.env, self.store, self.net, self.trace, cfg)
+        self.runtime = SimRuntime(self.env, self.store, self.net, self.trace, agent, cpu)
         self.nodes = [SimNode(NodeInfo(n, n, 1, i)) for i, n in enumerate(names)]
         for n in self.nodes:
             n.alive, n.rounds = True, self.runtime.rounds

@@ -11,7 +11,7 @@ import simpy
 
 from ..protocols.agent import elastic_agent
 from ..protocols.base import NodeInfo
-from ..protocols.configure import agent_config_for, protocol_for
+from ..protocols.configure import protocol_for
 from ..scenario.schema import Scenario
 from ..scenario.timeline import late_starts, timeline
 from ..trace import RunStats, Tracer
@@ -19,7 +19,7 @@ from . import faults, network
 from .network import Network
 from .node import SimNode
 from .scheduler import Scheduler
-from .runtime import RuntimeConfig, SimRuntime
+from .runtime import SimRuntime
 from .replicated import ReplicatedStore
 from .store import StoreServer
 
@@ -86,20 +86,10 @@ class Simulation:
                                          st.election_timeout, np.random.default_rng(seeds[4]), self.trace)
         else:
             self.store = StoreServer(env, store_host, service, self.trace)
-        a = sc.agent
-        self.runtime = SimRuntime(env, self.store, self.net, self.trace, RuntimeConfig(
-            op_timeout=sc.store.op_timeout, collective_timeout=a.collective_timeout,
-            peer_crash_detection=a.peer_crash_detection,
-            worker_start=a.worker_start, worker_start_per_node=a.worker_start_per_node,
-            cpu_base=sc.cluster.cpu.base, cpu_per_byte=sc.cluster.cpu.per_byte,
-            shared_cores=sc.cluster.cpu.shared_cores,
-            cpu_scheduler=sc.cluster.cpu.scheduler, cpu_slice=sc.cluster.cpu.slice,
-            cpu_tick=sc.cluster.cpu.tick, preempt_rate=sc.cluster.cpu.preempt_rate,
-            wakeup_preempt=sc.cluster.cpu.wakeup_preempt, cold_start=sc.cluster.cpu.cold_start,
-            first_of=sc.cluster.cpu.first_of),
-            rng=np.random.default_rng(seeds[3]), cpu=cpu)
+        self.runtime = SimRuntime(env, self.store, self.net, self.trace, sc.agent, sc.cluster.cpu,
+                                  rng=np.random.default_rng(seeds[3]), cpu=cpu)
         self.protocol = protocol_for(sc)
-        self.agent_cfg = agent_config_for(sc)
+        self.agent_cfg = sc.agent
         self.hosts = hosts
         self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
                       for i, h in enumerate(hosts)}
@@ -207,7 +197,7 @@ class Simulation:
         if detection is not None:
             return detection
         fast = self.sc.agent.peer_crash_detection if cause == "crash" else None
-        return self.runtime.cfg.collective_timeout if fast is None else fast
+        return self.sc.agent.collective_timeout if fast is None else fast
 
     def fail_workers(self, node: SimNode) -> None:
         """The node's workers fail (a software bug, a watchdog): its agent restarts them."""
@@ -231,7 +221,7 @@ class Simulation:
         if not node.paused:
             node.resumed = env.event()
         node.paused += 1
-        if duration >= self.runtime.cfg.collective_timeout:
+        if duration >= self.sc.agent.collective_timeout:
             self.runtime.peers_notice(node.running_round, {node.name})
 
     def resume(self, node: SimNode) -> None:
@@ -246,7 +236,7 @@ class Simulation:
                           detail={"hosts": sorted(hosts), "duration": duration})
         group = self.net.cut(hosts)
         self.store.links_changed()
-        if duration >= self.runtime.cfg.collective_timeout:
+        if duration >= self.sc.agent.collective_timeout:
             cut = set(hosts)
             for rnd in sorted(self.runtime.rounds):
                 members = self.runtime.rounds[rnd]

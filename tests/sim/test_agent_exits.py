@@ -6,7 +6,7 @@ import pytest
 
 import rdzv_sim
 from rdzv_sim.ops import Emit
-from rdzv_sim.protocols.agent import AgentConfig, elastic_agent
+from rdzv_sim.protocols.agent import AgentSettings, elastic_agent
 from rdzv_sim.protocols.base import Protocol, RendezvousTimeout
 from rdzv_sim.protocols.settings import ProtocolSettings
 from rdzv_sim.sim.sandbox import Sandbox
@@ -71,5 +71,5 @@ class Recorder(Protocol):
 def test_every_exit_but_a_signal_shuts_the_protocol_down():
     sb = Sandbox(nodes=1)
     proto = Recorder(ProtocolSettings(name="recorder", min_nodes=1, max_nodes=1))
-    assert sb.run(lambda info: elastic_agent(info, proto, AgentConfig()), until=5) == ["rendezvous_timeout"]
+    assert sb.run(lambda info: elastic_agent(info, proto, AgentSettings()), until=5) == ["rendezvous_timeout"]
     assert [row[2] for row in sb.trace.rows][-3:] == ["rendezvous_timeout", "shut_down", "agent_exit"]

@@ -4,7 +4,7 @@ nodes never crash and never hang."""
 import pytest
 
 from rdzv_sim.ops import Add, CompareSet, Now, Set, Sleep
-from rdzv_sim.protocols.agent import AgentConfig, Exit, rendezvous_with_retry
+from rdzv_sim.protocols.agent import AgentSettings, Exit, rendezvous_with_retry
 from rdzv_sim.protocols.base import BadValue, NodeInfo, RoundResult, closed_count
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 from rdzv_sim.sim.sandbox import Sandbox
@@ -26,7 +26,7 @@ def hostile(writes):
 
 def honest(proto):
     def gen(info):
-        r = yield from rendezvous_with_retry(info, proto, AgentConfig(max_rendezvous_attempts=5))
+        r = yield from rendezvous_with_retry(info, proto, AgentSettings(max_rendezvous_attempts=5))
         return r
     return gen
 

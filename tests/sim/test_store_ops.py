@@ -3,7 +3,7 @@ import pytest
 
 from rdzv_sim.ops import (Add, Check, CompareSet, Delete, FirstOf, Get, Local, MultiGet, MultiSet,
                           Now, Set, Sleep, StoreError, StoreTimeout, Wait, WallClock)
-from rdzv_sim.sim.runtime import RuntimeConfig
+from rdzv_sim.scenario.schema import Store
 from rdzv_sim.sim.sandbox import Sandbox
 
 
@@ -103,18 +103,18 @@ def test_first_of_local_signal():
 
 
 def test_dead_store_fails_fast_and_paused_store_hangs_until_deadline():
-    cfg = RuntimeConfig(op_timeout=7.0)
+    store = Store(op_timeout=7.0)
 
     def g():
         try:
             yield Add("c", 1)
         except (StoreError, StoreTimeout) as e:
             return type(e).__name__, (yield Now())
-    sb = Sandbox(nodes=1, cfg=cfg)
+    sb = Sandbox(nodes=1, store=store)
     sb.store.crash()
     (name, t) = sb.run(lambda n: g())[0]
     assert name == "StoreError" and t < 0.01
-    sb = Sandbox(nodes=1, cfg=cfg)
+    sb = Sandbox(nodes=1, store=store)
     sb.store.pause()
     (name, t) = sb.run(lambda n: g())[0]
     assert name == "StoreTimeout" and t == pytest.approx(7.0)

@@ -17,10 +17,10 @@ from .sharing import SharedCpu
 def shared_cores(env, cfg, rng: np.random.Generator, fair: type = FairCpu):
     """The cores of `cfg` (a RuntimeConfig) as its scheduler runs them; the fair scheduler
     draws from a generator of its own, seeded from `rng`. `fair` may be a FairCpu subclass."""
-    if cfg.cpu_scheduler == "sharing":
+    if cfg.scheduler == "sharing":
         return SharedCpu(env, cfg.shared_cores)
     own = np.random.default_rng(int(rng.integers(2**63)))
-    return fair(env, cfg.shared_cores, own, slice=cfg.cpu_slice, tick=cfg.cpu_tick,
+    return fair(env, cfg.shared_cores, own, slice=cfg.slice, tick=cfg.tick,
                 preempt_rate=cfg.preempt_rate, wakeup_preempt=cfg.wakeup_preempt)
 
 
