@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .events import check
+
 SCHEMA_VERSION = 1
 EVENT_COLUMNS = ["t", "node", "event", "round", "rank", "world_size", "detail"]
 
@@ -63,14 +65,22 @@ class Tracer:
             values.append(key)
         return i
 
+    def _event(self, event) -> int:
+        i = self._kind_ix.get(event)
+        if i is None:
+            event = check(event)                  # once per name: an unknown one is refused
+            i = self._ix(self._kind_ix, self.kinds, event)
+        return i
+
     def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
+        ev = self._event(event)                   # first: a refused event writes nothing
         if rnd is not None:
             rnd += self.round_offset
             if rnd > self.max_round:
                 self.max_round = rnd
         self.t.append(t)
         self.node.append(self._ix(self._name_ix, self.names, node))
-        self.event.append(self._ix(self._kind_ix, self.kinds, event))
+        self.event.append(ev)
         self.round.append(NA if rnd is None else rnd)
         self.rank.append(NA if rank is None else rank)
         self.world_size.append(NA if world_size is None else world_size)
@@ -81,12 +91,13 @@ class Tracer:
     def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None):
         """One event for many nodes at once (`details`: JSON strings, already encoded)."""
         n = len(nodes)
+        ev = self._event(event)
         if rnd is not None:
             rnd += self.round_offset
             self.max_round = max(self.max_round, rnd)
         self.t.extend(t)
         self.node.extend(self._ix(self._name_ix, self.names, x) for x in nodes)
-        self.event.extend([self._ix(self._kind_ix, self.kinds, event)] * n)
+        self.event.extend([ev] * n)
         self.round.extend([NA if rnd is None else rnd] * n)
         self.rank.extend([NA] * n if ranks is None else ranks)
         self.world_size.extend([NA if world_size is None else world_size] * n)
@@ -169,6 +180,8 @@ def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
     if isinstance(rows, Tracer):
         return stamp(pd.DataFrame(rows.take_columns()), scenario, seed)   # in time order
     df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
+    for name in df["event"].unique():
+        check(name)
     for c in ("round", "rank", "world_size"):
         df[c] = df[c].astype("Int64")
     df = df.sort_values("t", kind="stable").reset_index(drop=True)

@@ -1,0 +1,51 @@
+"""One module names every event (`rdzv_sim.events`): the trace refuses any other name, and
+every event name written in the code is one of them."""
+import ast
+from pathlib import Path
+
+import pytest
+
+from rdzv_sim.events import DETAIL, NAMES, Event, UnknownEvent, check
+from rdzv_sim.trace import Tracer, events_table
+
+ROOT = Path(__file__).resolve().parent.parent
+NODES = {"network", "store", "job"}          # node names some records carry, not events
+
+
+def test_the_trace_refuses_an_event_it_does_not_know():
+    tr = Tracer()
+    tr.record(0.0, "n0", "join", detail={"slot": 1})
+    tr.record(0.1, "n0", Event.ROUND_CLOSED)
+    with pytest.raises(UnknownEvent, match="'joined' is not one of rdzv_sim.events.Event"):
+        tr.record(0.2, "n0", "joined")
+    with pytest.raises(UnknownEvent):
+        events_table([(0.0, "n0", "rank_asigned", None, None, None, "")], "x", 0)
+    assert list(events_table(tr, "x", 0)["event"]) == ["join", "round_closed"]
+
+
+def test_an_event_is_its_string():
+    assert Event.JOIN == "join" and check(Event.JOIN) == "join" and set(DETAIL) <= set(Event)
+
+
+def literal_events():
+    """(file:line, name) of every string literal passed as an event to record/Emit/emit."""
+    out = []
+    for p in [*(ROOT / "rdzv_sim").rglob("*.py"), *(ROOT / "real_backend").rglob("*.py")]:
+        for node in ast.walk(ast.parse(p.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if fn not in ("record", "record_many", "Emit", "emit"):
+                continue
+            for a in node.args[:3]:
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value not in NODES \
+                        and a.value.replace("_", "").isalnum() and a.value.islower():
+                    out.append((f"{p.relative_to(ROOT)}:{node.lineno}", a.value))
+    return out
+
+
+def test_every_event_the_code_writes_is_listed():
+    found = literal_events()
+    assert len(found) > 60                       # the scan sees the code's events
+    unknown = [(w, n) for w, n in found if n not in NAMES and not n.startswith("node")]
+    assert not unknown, unknown
