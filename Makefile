@@ -26,7 +26,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/sim_speed.py --llama
 
 reports: $(STAMP)
-	$(BIN)/python -m rdzv_sim.report.bundled reports/scenarios
+	$(BIN)/python benchmarks/scenario_reports.py reports/scenarios
 	$(BIN)/rdzv-sim calibrate --out reports/calibration.yaml
 	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small
 	$(BIN)/rdzv-sim validate validate-small --calibration reports/calibration.yaml --out reports/validation/validate-small-2 \

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from real_backend.tools.elastic_demo import Demo, _steps
+from elastic_demo import Demo, _steps
 
 CASES = ("sigterm", "agent_failure")
 FAULT = {"sigterm": "{kind: preemption, node: 2, at: 30, notice: 30}",

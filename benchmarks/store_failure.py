@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from real_backend.tools.elastic_demo import Demo, EtcdDemo, FailoverDemo, _steps
+from elastic_demo import Demo, EtcdDemo, FailoverDemo, _steps
 
 CASES = [("c10d", "tcpstore"), ("hrw", "tcpstore"), ("etcd-v2", "etcd"), ("hrw", "etcd"),
          ("hrw", "failover")]

@@ -1,6 +1,6 @@
 """Real torchrun (hrw vs torch's c10d) against the simulator: the kill-and-grow story.
 
-For each backend, `repeats` real runs of real_backend/tools/elastic_demo.py (three agents, kill one,
+For each backend, `repeats` real runs of benchmarks/elastic_demo.py (three agents, kill one,
 grow back) give the time to recover (kill -> first training step at world size 2) and to grow
 (new agent started -> first step at world size 3). The bundled scenario `torchrun-elastic` is
 then simulated with the same event times (the kill and the new agent at the moments they
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 import rdzv_sim  # noqa: E402
-from real_backend.tools.elastic_demo import run_demo  # noqa: E402
+from elastic_demo import run_demo  # noqa: E402
 
 STEP_TIME = 0.05
 

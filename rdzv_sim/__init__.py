@@ -14,11 +14,10 @@ from .errors import Error
 __version__ = "0.1.0"
 
 
-def run(scenario, overrides=(), seed=None, progress=None, *, cpu=None):
-    """Simulate a scenario; returns a RunResult with `events`, `rounds`, `summary` DataFrames.
-    `cpu`: a factory of the cores one-machine runs share (rdzv_sim/models/cpu)."""
+def run(scenario, overrides=(), seed=None, progress=None):
+    """Simulate a scenario; returns a RunResult with `events`, `rounds`, `summary` DataFrames."""
     from .api import run as _run
-    return _run(scenario, overrides, seed, progress, cpu=cpu)
+    return _run(scenario, overrides, seed, progress)
 
 
 def load_scenario(source, overrides=(), seed=None):

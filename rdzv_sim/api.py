@@ -6,15 +6,14 @@ from .scenario.load import load
 from .sim.simulation import Simulation
 
 
-def run(scenario, overrides=(), seed: int | None = None, progress=None, *, cpu=None) -> RunResult:
-    """Simulate `scenario` (a bundled name, a path, YAML text, a dict or a Scenario).
-    `cpu`: a factory of the cores one-machine runs share (rdzv_sim/models/cpu)."""
+def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunResult:
+    """Simulate `scenario` (a bundled name, a path, YAML text, a dict or a Scenario)."""
     sc = load(scenario, overrides, seed)
     if sc.fidelity == "aggregate":
         from .aggregate import aggregate_job_of
         sim = aggregate_job_of(sc.protocol.name)(sc)
     else:
-        sim = Simulation(sc, cpu=cpu)
+        sim = Simulation(sc)
     stats = sim.run(progress)
     trace, rt = sim.trace, sim.runtime
     del sim                                  # its world is done with: only the trace is kept

@@ -28,6 +28,7 @@ class Event(str, Enum):
     BAD_VALUE = "bad_value"
     RENDEZVOUS_FAILED = "rendezvous_failed"
     RENDEZVOUS_TIMEOUT = "rendezvous_timeout"
+    RENDEZVOUS_CLOSED = "rendezvous_closed"
     STORE_TIMEOUT = "store_timeout"
     STORE_LOST = "store_lost"
     STORE_FAILOVER = "store_failover"
@@ -80,7 +81,8 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.RANK_ASSIGNED: ("digest", "first_rank", "latency", "master", "nnodes"),
     E.ROUND_LEFT: ("reason",), E.STAND_IN_CLOSE: ("slot",), E.MEMBERS_LOST: ("probe",),
     E.NO_QUORUM: ("members",), E.C10D_DEAD_NODES: ("removed",), E.BAD_VALUE: ("key", "reason"),
-    E.RENDEZVOUS_FAILED: ("reason",), E.STORE_TIMEOUT: ("reason",), E.STORE_LOST: ("reason",),
+    E.RENDEZVOUS_FAILED: ("reason",), E.RENDEZVOUS_TIMEOUT: ("reason",), E.RENDEZVOUS_CLOSED: ("reason",),
+    E.STORE_TIMEOUT: ("reason",), E.STORE_LOST: ("reason",),
     E.STORE_FAILOVER: ("epoch", "serve", "store"), E.STORE_FAILOVER_FAILED: ("epoch", "reason"),
     E.AGENT_EXIT: ("reason",), E.PG_READY: ("allreduce_ok", "allreduce_s", "backend", "init_s"),
     E.PG_FAILED: ("error",),

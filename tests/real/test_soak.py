@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from real_backend.tools.soak import KINDS, Soak, checkpoint_problems, generations, traces
+from soak import KINDS, Soak, checkpoint_problems, generations, traces
 
 
 def line(t, step, rank=0, world=3, resumed=0, ckpt=0, host="A", restart=0):

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from real_backend.tools.elastic_demo import run_demo  # noqa: E402
+from elastic_demo import run_demo  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -47,7 +47,7 @@ def test_three_agents_on_one_host_without_local_addr_reach_world_three(tmp_path)
     import json
     import subprocess
 
-    from real_backend.tools.elastic_demo import Demo, _steps
+    from elastic_demo import Demo, _steps
     d = Demo("hrw", tmp_path, timeout=90)
     t0 = time.monotonic()
     d.nnodes, d.max_restarts, d.steps = "3", 0, 20          # a slot replaced is a failure
@@ -88,7 +88,7 @@ def test_two_workers_per_agent_and_a_worker_failure_restarts_the_group(tmp_path)
     import os
     import signal
 
-    from real_backend.tools.elastic_demo import ADDRS, Demo, _steps, _tree
+    from elastic_demo import ADDRS, Demo, _steps, _tree
     d = Demo("hrw", tmp_path, timeout=90)
     d.nnodes, d.nproc = "2", 2
     try:
@@ -122,7 +122,7 @@ def etcd_demo(backend, tmp_path):
     from real_backend.etcd.cluster import available
     if available():
         pytest.skip(available())
-    from real_backend.tools.elastic_demo import EtcdDemo
+    from elastic_demo import EtcdDemo
     d = EtcdDemo(backend, tmp_path, timeout=90)
     d.start_job()
     t = time.time()
@@ -135,7 +135,7 @@ def test_hrw_on_etcd_survives_the_store_hosts_death_and_grows_back(tmp_path):
     """The store on a local 3-member etcd cluster (--rdzv-conf store=etcd): agent A and the
     leader are killed together; B and C train on at world 2 from a checkpoint, a new agent on
     A's address grows the job back to 3, and all exit 0."""
-    from real_backend.tools.elastic_demo import ADDRS, _steps
+    from elastic_demo import ADDRS, _steps
     d, t = etcd_demo("hrw", tmp_path)
     try:
         d.until("world 2", lambda s: sum(x["world"] == 2 and x["rank"] == 0 and x["t"] > t for x in s) >= 5)
@@ -155,7 +155,7 @@ def test_torch_etcd_v2_re_forms_or_dies_of_the_election(tmp_path):
     during the election, which it takes for a lost connection: that agent exits, and the job
     with it (most runs here; reports/store_failure.md). Either way, nothing else."""
     pytest.importorskip("etcd", reason="torch's etcd-v2 backend needs python-etcd")
-    from real_backend.tools.elastic_demo import _steps
+    from elastic_demo import _steps
     d, t = etcd_demo("etcd-v2", tmp_path)
     try:
         deadline = time.time() + 90
@@ -180,7 +180,7 @@ def test_an_agent_leaving_by_an_error_closes_c10d_for_everyone_but_not_hrw(backe
     launcher then calls the handler's shutdown(). c10d's closes the rendezvous, so A and B exit
     with RendezvousClosedError at their next rendezvous; hrw's does not, and they re-form at
     world 2 (reports/sigterm.md; the simulated `sigterm-one-agent` with an agent_failure)."""
-    from real_backend.tools.elastic_demo import Demo, _steps
+    from elastic_demo import Demo, _steps
     d = Demo(backend, tmp_path, timeout=90)
     d.restarts_of["C"] = 0
     try:
@@ -205,7 +205,7 @@ def test_hrw_store_failover_survives_the_store_hosts_sigkill(tmp_path):
     """The store in agent A's process (is_host) with store_failover=true: A is SIGKILLed,
     store and all; B and C elect one successor by HRW, train on at world 2 from a
     checkpoint, and exit 0."""
-    from real_backend.tools.elastic_demo import FailoverDemo, _steps
+    from elastic_demo import FailoverDemo, _steps
     from rdzv_sim.testing.invariants import one_store_per_epoch
     d = FailoverDemo("hrw", tmp_path, timeout=90)
     try:

@@ -3,8 +3,7 @@
 A cluster gives each agent its own CPU and needs none of this. With `cluster.cpu.shared_cores`
 set, the runtime asks a CPU factory, `factory(env, cfg, rng)`, for the shared cores once;
 `shared_cores` is the default factory and picks the scenario's `scheduler`. A caller that wants
-to watch or change the scheduler passes its own factory to `Simulation(sc, cpu=...)` or
-`rdzv_sim.api.run(..., cpu=...)`.
+to watch or change the scheduler passes its own factory to `Simulation(sc, cpu=...)`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A soak, for real: the `hrw` torchrun plugin training under random faults, then the checks.
 
-    python -m real_backend.tools.soak --minutes 10 [--seed 0] [--dir DIR] [--report reports/soak.md]
+    python benchmarks/soak.py --minutes 10 [--seed 0] [--dir DIR] [--report reports/soak.md]
 
 Three torchrun agents (`--nnodes=2:3`) train `real_backend.tools.train_demo` as in the elastic
 demo, each reaching the store through a fault proxy of its own. A seeded schedule picks, one
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .elastic_demo import ADDRS, Demo, DemoFailed, _kill_tree, _steps
+from elastic_demo import ADDRS, Demo, DemoFailed, _kill_tree, _steps
 
 KINDS = ("kill", "stop", "partition", "terminate")
 RECOVER_S = 90.0        # a fault over -> training at world size 3 again (else: a hang)
@@ -224,7 +224,7 @@ def machine() -> dict:
 def report(r: dict, env: dict) -> str:
     lines = ["# Soak: the hrw torchrun plugin under random faults, for real", "",
              f"{env['date']}, {env['machine']}, Python {env['python']}, torch {env['torch']} (gloo). "
-             f"`python -m real_backend.tools.soak --minutes {r['minutes']:g} --seed {r['seed']}` "
+             f"`python benchmarks/soak.py --minutes {r['minutes']:g} --seed {r['seed']}` "
              f"({r['wall_s']:.0f} s of wall time).", "",
              "Three torchrun agents (`--nnodes=2:3`, `--rdzv-backend=hrw`, `--rdzv-conf=" + CONF + "`) "
              "train `real_backend/tools/train_demo.py` (checkpoint every 10 steps, gloo timeout 10 s), "

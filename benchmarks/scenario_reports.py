@@ -1,4 +1,4 @@
-"""Regenerate the reports of the bundled scenarios: `python -m rdzv_sim.report.bundled [DIR] [NAME ...]`.
+"""Regenerate the reports of the bundled scenarios: `python benchmarks/scenario_reports.py [DIR] [NAME ...]`.
 
 Writes DIR/<scenario>/report.html, report.md, figures/ and the rounds and summary tables
 (default DIR: reports/scenarios; default: every bundled scenario but the slow ones, which run
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..api import run
-from ..scenario.load import bundled
-from .document import build
+from rdzv_sim.api import run
+from rdzv_sim.report.document import build
+from rdzv_sim.scenario.load import bundled
 
 
 SLOW = {"llama3-54d", "llama3-54d-quorum"}   # 15-35 min per-operation on a 2-core machine: only when named

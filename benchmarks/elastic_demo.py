@@ -89,7 +89,7 @@ class Demo:
 
     # --- processes -----------------------------------------------------------------------
     def start_store(self) -> None:
-        from ..node import store_main
+        from real_backend.node import store_main
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
         self.store = ctx.Process(target=store_main, args=(child, "127.0.0.1"), daemon=True)
@@ -240,7 +240,7 @@ class EtcdDemo(Demo):
         super().__init__(backend, workdir, **kw)
 
     def start_store(self) -> None:
-        from ..etcd.cluster import EtcdCluster
+        from real_backend.etcd.cluster import EtcdCluster
         self.etcd = EtcdCluster(3, enable_v2=True, workdir=str(self.dir / "etcd")).start()
         self.leader = self.etcd.leader()
 
@@ -273,7 +273,7 @@ class FailoverDemo(Demo):
         super().__init__(backend, workdir, **kw)
 
     def start_store(self) -> None:
-        from ..launcher import free_port
+        from real_backend.launcher import free_port
         self.port = free_port(ADDRS[0])           # A listens there once it starts
 
     def endpoint(self, name: str) -> str:
