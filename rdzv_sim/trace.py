@@ -56,6 +56,9 @@ class Tracer:
         # a requeued job starts on a fresh store at round 0 again; the tables number rounds
         # across requeues (the job's attempts), so this offset is added to every round
         self.round_offset = 0
+        # called with each event as it is recorded, until one returns True (a fault that
+        # waits for one: rdzv_sim.scenario.faults.After); empty, recording costs nothing more
+        self.listeners: list = []
         self.max_round = -1
 
     def _ix(self, table: dict, values: list, key: str) -> int:
@@ -87,6 +90,8 @@ class Tracer:
         if detail:
             self.detail_buf += _encode(detail).encode()
         self.detail_end.append(len(self.detail_buf))
+        if self.listeners:
+            self.listeners = [f for f in self.listeners if not f(t, node, event, rnd, detail)]
 
     def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None):
         """One event for many nodes at once (`details`: JSON strings, already encoded)."""

@@ -64,6 +64,7 @@ class RealRun:
         self.proxy = None                 # the fault proxy, when a fault needs it
         self.etcd = None                  # the etcd cluster of a replicated store
         self.stopped_member = None        # the member a store_pause stopped
+        self.until = None                 # an anchor that ends the run early (run_real's until)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -185,15 +186,61 @@ class RealRun:
     # --- the run -----------------------------------------------------------------------
     def plan(self):
         """(time, action) pairs in order: the nodes' starts, then the scenario's fault
-        timeline (rdzv_sim/scenario/timeline.py, the one the simulator walks)."""
+        timeline (rdzv_sim/scenario/timeline.py, the one the simulator walks). A fault timed
+        from an event is left in `self.waiting` until the nodes' traces meet its anchor."""
         sc = self.sc
         late = late_starts(sc)
         first = sc.cluster.start_nodes if sc.cluster.start_nodes is not None else sc.cluster.nodes
         steps = [(0.0, lambda i=i: self.start_node(i, "start"))
                  for i in range(sc.cluster.nodes) if i not in late and i < first]
+        self.waiting = []
         for actions in timeline(sc):
-            steps += [(a.at, lambda a=a: self.apply(a)) for a in actions]
+            anchor = sc.faults[actions[0].fault].anchor
+            if anchor is not None:
+                self.waiting.append((anchor, actions))
+            else:
+                steps += [(a.at, lambda a=a: self.apply(a)) for a in actions]
         return sorted(steps, key=lambda s: s[0])
+
+    def node_rows(self) -> list[tuple]:
+        """The nodes' trace lines so far, as event rows (a line cut short is skipped)."""
+        rows = []
+        for f in sorted(self.dir.glob("node*.jsonl")):
+            for line in f.read_text().splitlines():
+                try:
+                    d = json.loads(line)
+                except json.JSONDecodeError:
+                    continue                      # a line cut short by SIGKILL, or still being written
+                rows.append((d["t"], d["node"], d["event"], d["round"], d["rank"], d["world_size"], d["detail"]))
+        return rows
+
+    def done(self) -> bool:
+        """The run's `until` anchor is met, and its `plus` seconds have passed."""
+        if self.until is None:
+            return False
+        watch = self.until.watch()
+        for t, node, event, rnd, _, _, detail in sorted(self.node_rows(), key=lambda r: r[0]):
+            if watch.feed(t, node, event, rnd, detail) is not None:
+                return self.now() >= watch.met + watch.plus
+        return False
+
+    def met(self) -> list:
+        """Steps of the waiting faults whose anchors the nodes' traces have met, timed from it."""
+        if not self.waiting:
+            return []
+        rows = sorted(self.node_rows(), key=lambda r: r[0])
+        steps, still = [], []
+        for anchor, actions in self.waiting:
+            watch = anchor.watch()
+            for t, node, event, rnd, _, _, detail in rows:
+                if watch.feed(t, node, event, rnd, detail) is not None:
+                    break
+            if watch.met is None:
+                still.append((anchor, actions))
+            else:
+                steps += [(watch.met + a.at, lambda a=a: self.apply(a)) for a in actions]
+        self.waiting = still
+        return steps
 
     def apply(self, a) -> None:
         """Do one timeline action to the real processes."""
@@ -285,14 +332,18 @@ class RealRun:
             self.proxy = FaultProxy(self.host, self.port, seed=self.sc.seed)
         t_start = time.perf_counter()
         try:
-            for at, action in self.plan():
-                delay = at - self.now()
-                if delay > 0:
-                    time.sleep(delay)
-                action()
+            steps = self.plan()
+            while steps or (self.waiting and self.now() < self.sc.duration):
+                steps = sorted(steps + self.met(), key=lambda s: s[0])
+                if steps and steps[0][0] <= self.now():
+                    steps.pop(0)[1]()
+                    continue
+                delay = steps[0][0] - self.now() if steps else 0.05
+                time.sleep(min(delay, 0.05) if self.waiting else delay)
             remaining = self.sc.duration - self.now()
             end = time.monotonic() + max(0.0, remaining)
-            while time.monotonic() < end and any(p.is_alive() for p in self.procs.values()):
+            while time.monotonic() < end and any(p.is_alive() for p in self.procs.values()) \
+                    and not self.done():
                 time.sleep(0.1)
         finally:
             for p in self.procs.values():
@@ -312,14 +363,8 @@ class RealRun:
 
     def tables(self, wall: float) -> RunResult:
         rows = list(self.rows)
-        for f in sorted(self.dir.glob("node*.jsonl")):
-            for line in f.read_text().splitlines():
-                try:
-                    d = json.loads(line)
-                except json.JSONDecodeError:
-                    continue                      # a line cut short by SIGKILL
-                rows.append((d["t"], d["node"], d["event"], d["round"], d["rank"], d["world_size"],
-                             json.dumps(d["detail"], sort_keys=True, separators=(",", ":")) if d["detail"] else ""))
+        rows += [(*r[:6], json.dumps(r[6], sort_keys=True, separators=(",", ":")) if r[6] else "")
+                 for r in self.node_rows()]
         sc = self.sc
         stats = RunStats(duration=sc.duration, protocol=sc.protocol.name, nodes=sc.cluster.nodes, wall_s=wall)
         return build(sc, rows, stats)
@@ -360,8 +405,14 @@ def free_port(addr: str) -> int:
 
 
 def run_real(scenario, workdir=None, store_port: int | None = None,
-             torch_static: bool = False) -> RunResult:
+             torch_static: bool = False, until=None) -> RunResult:
     """Run `scenario` with real processes and a real TCPStore; returns the trace tables.
     `c10d` runs torch's own handler; `torch_static=True` runs torch's static rendezvous
-    instead of the project's `static` model."""
-    return RealRun(scenario, workdir, store_port=store_port, torch_static=torch_static).run()
+    instead of the project's `static` model. `until`: an anchor (a dict or a
+    `rdzv_sim.scenario.faults.After`, e.g. `{"after": "round_complete", "round": 2, "plus": 2}`)
+    that ends the run early once met; the scenario's duration stays the limit."""
+    run = RealRun(scenario, workdir, store_port=store_port, torch_static=torch_static)
+    if until is not None:
+        from rdzv_sim.scenario.faults import After
+        run.until = until if isinstance(until, After) else After(**until)
+    return run.run()

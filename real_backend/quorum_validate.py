@@ -32,6 +32,8 @@ def real_config(sc, workdir: Path) -> TorchftRun:
         raise ValueError(f"the torchft comparison runs the quorum protocol, not {p.name!r}")
     if p.group_size != 1:
         raise ValueError("the real torchft run has one process per replica group: set protocol.group_size: 1")
+    if any(f.anchor is not None for f in sc.faults):
+        raise ValueError("the torchft comparison times faults in seconds: give `at` a number")
     faults, down = [], {}
     for f in sorted(sc.faults, key=lambda f: f.at):
         if f.kind == "crash":

@@ -90,10 +90,14 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
                 out.append((base + ("rack",), "rack faults need cluster.topology.kind: racks"))
             elif not 0 <= f.rack < racks:
                 out.append((base + ("rack",), f"rack {f.rack} does not exist (racks 0..{racks - 1})"))
-        at = getattr(f, "at", getattr(f, "delay", 0.0))
+        at = f.start                      # an anchored fault: its delay after the anchor
+        if f.anchor is not None and sc.fidelity == "aggregate":
+            out.append((base + ("at",), "fidelity: aggregate times faults in seconds; use "
+                        "fidelity: per_operation for a fault timed from an event"))
         if at > sc.duration:
             key = "at" if hasattr(f, "at") else "delay"
-            out.append((base + (key,), f"{at:g} s is after the end of the run (duration {sc.duration:g} s)"))
+            what = f"{at:g} s" + (" after its anchor" if f.anchor is not None else "")
+            out.append((base + (key,), f"{what} is after the end of the run (duration {sc.duration:g} s)"))
     for i, rf in enumerate(sc.random_faults):
         for j, x in enumerate(getattr(rf, "nodes", None) or []):
             node(("random_faults", i, "nodes", j), x)

@@ -15,7 +15,8 @@ import typing
 from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, NonNegativeInt,
+                      PositiveFloat, Tag)
 
 MAX_FLAPS = 10_000                # downs of one flap (each a cut and a heal)
 
@@ -32,9 +33,58 @@ class Action:
     value: float = 0.0        # delay, offset or duration, by kind
 
 
+class After(BaseModel):
+    """A time named by what happened: `plus` seconds after every member of round `round` got
+    its rank (`round_complete`), started its workers (`workers_started`) or, in real runs only,
+    brought its process group up (`pg_ready`). A job's start-up time varies (a real one's most
+    of all); a fault meant for a formed round says so."""
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    after: Literal["round_complete", "workers_started", "pg_ready"]
+    round: NonNegativeInt = 0
+    plus: NonNegativeFloat = 0.0
+
+    def watch(self) -> "AnchorWatch":
+        return AnchorWatch(self)
+
+
+class AnchorWatch:
+    """Fed a run's events in time order, says when an `After` is met (both runtimes use it)."""
+    EVENT = {"round_complete": "rank_assigned", "workers_started": "workers_started", "pg_ready": "pg_ready"}
+
+    def __init__(self, after: After):
+        self.want, self.round = self.EVENT[after.after], after.round
+        self.plus = after.plus
+        self.members: int | None = None
+        self.seen: set[str] = set()
+        self.met: float | None = None          # when the anchor was met (plus not added)
+
+    def feed(self, t: float, node: str, event: str, rnd, detail) -> float | None:
+        """One event (`detail` a dict or None); returns the fault's start once the anchor is met."""
+        if self.met is None and rnd == self.round:
+            if event == "rank_assigned" and self.members is None and detail:
+                self.members = int(detail.get("nnodes", 0)) or None
+            if event == self.want:
+                self.seen.add(node)
+            if self.members is not None and len(self.seen) >= self.members:
+                self.met = t
+        return None if self.met is None else self.met + self.plus
+
+
 class _Fault(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     aggregate: ClassVar[bool] = False          # modelled by fidelity: aggregate
+
+    @property
+    def anchor(self) -> After | None:
+        """What the fault waits for before its first action (None: it is timed from t = 0)."""
+        at = getattr(self, "at", None)
+        return at if isinstance(at, After) else None
+
+    @property
+    def start(self) -> float:
+        """Its first action's time: from t = 0, or from its anchor."""
+        at = getattr(self, "at", None)
+        return at.plus if isinstance(at, After) else float(at if at is not None else self.delay)
 
     def _where(self, i: int) -> dict:
         nodes = getattr(self, "nodes", None)
@@ -42,11 +92,12 @@ class _Fault(BaseModel):
                     nodes=tuple(nodes) if nodes is not None else None)
 
     def actions(self, i: int) -> list[Action]:
-        """What fault number `i` does, in time order: one action at `at` (override for more)."""
-        return [Action(self.at, self.at, self.kind, **self._where(i))]
+        """What fault number `i` does, in time order: one action at its start (override for
+        more). An anchored fault's times count from its anchor."""
+        return [Action(self.start, self.start, self.kind, **self._where(i))]
 
     def ends(self) -> float:
-        """When its last effect (a heal, a resume, a repair) takes place."""
+        """When its last effect (a heal, a resume, a repair) takes place (from its anchor, if any)."""
         return max(a.at for a in self.actions(0))
 
     def problems(self, sc, path: tuple) -> list[tuple[tuple, str]]:
@@ -54,8 +105,14 @@ class _Fault(BaseModel):
         return []
 
 
+# seconds from t = 0, or a mapping {after: round_complete, round: 0, plus: 2} (one error, not two)
+At = Annotated[Union[Annotated[NonNegativeFloat, Tag("seconds")], Annotated[After, Tag("event")]],
+               Discriminator(lambda v: "event" if isinstance(v, (dict, After)) else "seconds")]
+AT_TAGS = ("seconds", "event")          # pydantic puts them in error paths (load.py drops them)
+
+
 class _At(_Fault):
-    at: NonNegativeFloat
+    at: At
 
 
 class _Span(_At):
@@ -69,8 +126,8 @@ class _Span(_At):
     def actions(self, i: int) -> list[Action]:
         begin, end = self.begin_end
         one = self._where(i)
-        return [Action(self.at, self.at, begin, value=self.value(), **one),
-                Action(self.at + self.duration, self.duration, end, value=self.value(), **one)]
+        return [Action(self.start, self.start, begin, value=self.value(), **one),
+                Action(self.start + self.duration, self.duration, end, value=self.value(), **one)]
 
 
 class _Links(_Span):
@@ -100,7 +157,7 @@ class Restart(_At):
     aggregate: ClassVar[bool] = True
 
     def actions(self, i):
-        return [Action(self.at, self.at, "restart", value=float(self.new_address), **self._where(i))]
+        return [Action(self.start, self.start, "restart", value=float(self.new_address), **self._where(i))]
 
 
 class SlowJoin(_Fault):
@@ -137,7 +194,7 @@ class Latency(_Links):
         return self.delay
 
     def ends(self):
-        return self.at + self.duration + self.delay      # a request sent just before the end
+        return self.start + self.duration + self.delay      # a request sent just before the end
 
 
 class Flap(_Links):
@@ -151,13 +208,13 @@ class Flap(_Links):
     what: ClassVar = "a flap"
 
     def ends(self):
-        return self.at + self.duration
+        return self.start + self.duration
 
     def actions(self, i):
         out, last, one = [], 0.0, self._where(i)
         for j in range(math.ceil(self.duration / self.period - 1e-9)):
-            start = self.at + j * self.period
-            down = min(self.down, self.at + self.duration - start)
+            start = self.start + j * self.period
+            down = min(self.down, self.start + self.duration - start)
             out += [Action(start, start - last, "cut", value=down, **one),
                     Action(start + down, down, "heal", value=down, **one)]
             last = start + down
@@ -205,9 +262,9 @@ class RackFailure(_At):
     aggregate: ClassVar[bool] = True
 
     def actions(self, i):
-        out = [Action(self.at, self.at, "rack_crash", **self._where(i))]
+        out = [Action(self.start, self.start, "rack_crash", **self._where(i))]
         if self.repair is not None:
-            out.append(Action(self.at + self.repair, self.repair, "rack_restart", **self._where(i)))
+            out.append(Action(self.start + self.repair, self.repair, "rack_restart", **self._where(i)))
         return out
 
 
@@ -217,7 +274,7 @@ class ClockSkew(_At):
     offset: float
 
     def actions(self, i):
-        return [Action(self.at, self.at, "clock_skew", value=self.offset, **self._where(i))]
+        return [Action(self.start, self.start, "clock_skew", value=self.offset, **self._where(i))]
 
 
 class WorkerFailure(_At):
@@ -246,8 +303,8 @@ class Preemption(_At):
 
     def actions(self, i):
         one = self._where(i)
-        return [Action(self.at, self.at, "terminate", **one),
-                Action(self.at + self.notice, self.notice, "reclaim", **one)]
+        return [Action(self.start, self.start, "terminate", **one),
+                Action(self.start + self.notice, self.notice, "reclaim", **one)]
 
 
 class Straggler(_At):
@@ -261,9 +318,9 @@ class Straggler(_At):
 
     def actions(self, i):
         one = self._where(i)
-        out = [Action(self.at, self.at, "straggle", value=self.slowdown, **one)]
+        out = [Action(self.start, self.start, "straggle", value=self.slowdown, **one)]
         if self.duration is not None:
-            out.append(Action(self.at + self.duration, self.duration, "unstraggle", value=self.slowdown, **one))
+            out.append(Action(self.start + self.duration, self.duration, "unstraggle", value=self.slowdown, **one))
         return out
 
 

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from .checks import problems
 from ..errors import Error
 from . import schema as S
+from .faults import AT_TAGS
 from .schema import Scenario, model
 
 BUNDLED = Path(__file__).with_name("bundled")
@@ -207,7 +208,8 @@ def _message(label, root, loc, msg) -> str:
     path = [p for i, p in enumerate(loc)
             if not (i > 0 and isinstance(loc[i - 1], int) and isinstance(p, str)
                     and p in _UNION_TAGS.get(loc[0], ()))
-            and not (i == 1 and loc[0] == "protocol" and isinstance(p, str) and p in _protocols())]
+            and not (i == 1 and loc[0] == "protocol" and isinstance(p, str) and p in _protocols())
+            and not (i > 0 and loc[i - 1] == "at" and p in AT_TAGS)]
     line = _line_of(root, path) if root is not None else None
     where = f"{label}:{line}" if line else label
     return f"{where}: {format_path(path)}: {msg}"

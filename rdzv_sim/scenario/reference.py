@@ -9,6 +9,8 @@ import typing
 
 from pydantic import BaseModel
 
+from .faults import After
+
 _COMMENT = re.compile(r"^\s+(\w+)\s*:[^#]*#\s*(.+)$")
 
 
@@ -32,6 +34,8 @@ def _comments(cls) -> dict[str, str]:
 def _type(t) -> str:
     """A field's type as a reader wants it: `int`, `one of a, b`, `section`, `list of faults`."""
     origin, args = typing.get_origin(t), typing.get_args(t)
+    if t is After:
+        return "an event: `{after, round, plus}`"
     if isinstance(t, type) and issubclass(t, BaseModel):
         return "section"
     if origin is typing.Annotated:
@@ -106,7 +110,12 @@ def markdown(builtin_only: bool = False) -> str:
             continue
         out += [f"### `protocol.name: {name}`", "", (spec.settings.__doc__ or "").strip(), ""]
         out += _table(spec.settings, "protocol.") + [""]
-    out += ["## `faults`", "", "Scheduled faults, each with a `kind`:", ""]
+    out += ["## `faults`", "", "Scheduled faults, each with a `kind`. A fault's `at` is seconds from "
+            "the start, or an event: `{after: round_complete, round: 0, plus: 2}` is 2 s after every "
+            "member of round 0 got its rank (`workers_started`: started its workers; `pg_ready`, "
+            "real runs only: brought its process group up). Both runtimes honour it: the simulator "
+            "exactly, the real launcher by watching its nodes' traces. A fault whose event never "
+            "comes never happens.", ""]
     for cls in typing.get_args(typing.get_args(S.Fault)[0]):
         kind = typing.get_args(cls.model_fields["kind"].annotation)[0]
         out += [f"### `{kind}`", "", (cls.__doc__ or "").strip(), ""] + _table(cls, "") + [""]

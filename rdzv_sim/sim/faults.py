@@ -12,10 +12,13 @@ from dataclasses import replace
 import numpy as np
 
 
-def scheduled(sim, actions):
-    """A SimPy process body walking one scheduled fault's actions (scenario/timeline.py)."""
+def scheduled(sim, actions, anchor=None):
+    """A SimPy process body walking one scheduled fault's actions (scenario/timeline.py);
+    with an `anchor`, its times count from the moment the run meets it."""
     env = sim.env
     state: dict = {}                         # what the fault's first action left for its last
+    if anchor is not None:
+        yield sim.when(anchor)
     for a in actions:
         if a.after > 0:
             yield env.timeout(a.after)

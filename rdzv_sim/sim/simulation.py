@@ -116,7 +116,7 @@ class Simulation:
                 env.process(self._start_at(self.nodes[h], float(offsets[i]), "start"))
         for actions in timeline(sc):
             if actions[0].kind != "start":           # slow joins start above, with the others
-                env.process(faults.scheduled(self, actions))
+                env.process(faults.scheduled(self, actions, sc.faults[actions[0].fault].anchor))
         for rf in sc.random_faults:
             if rf.kind == "interruptions":
                 env.process(faults.interruptions(
@@ -127,6 +127,18 @@ class Simulation:
                     np.random.SeedSequence(int(rng_faults.integers(2**63))).spawn(len(targets))]
             for i, rng in zip(targets, rngs):
                 env.process(faults.random_failures(self, rf, self.node_at(i), rng))
+
+    def when(self, anchor) -> simpy.Event:
+        """An event that fires when the run meets `anchor` (a fault's `at: {after: ...}`)."""
+        met, watch = self.env.event(), anchor.watch()
+
+        def listen(t, node, event, rnd, detail) -> bool:
+            if watch.feed(t, node, event, rnd, detail) is None:
+                return False
+            met.succeed()
+            return True
+        self.trace.listeners.append(listen)
+        return met
 
     def _start_at(self, node: SimNode, t: float, why: str):
         if t > 0:

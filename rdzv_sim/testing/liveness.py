@@ -3,7 +3,7 @@ settings; and round 0, with no fault before it, is prompt (its protocol's close 
 few round trips). The safety invariants are in `invariants.py`."""
 from __future__ import annotations
 
-import math
+import json
 
 import pandas as pd
 
@@ -21,10 +21,32 @@ def liveness_bound(scenario) -> float:
     return 2.0 * one_round
 
 
-def quiet_time(scenario) -> float:
-    """When the last scheduled fault (or its end: heal, resume, repair) takes effect."""
+def quiet_time(scenario, events: pd.DataFrame | None = None) -> float:
+    """When the last scheduled fault (or its end: heal, resume, repair) takes effect. A fault
+    timed from an event counts from when the run's `events` met it (never met: it never
+    happened; without events: the end of the run)."""
     t = scenario.cluster.start_spread
-    return max([t, *(f.ends() for f in scenario.faults)])
+    for f in scenario.faults:
+        if f.anchor is None:
+            t = max(t, f.ends())
+        elif events is None:
+            t = max(t, scenario.duration)
+        else:
+            met = anchor_time(f.anchor, events)
+            if met is not None:
+                t = max(t, met + f.ends())
+    return t
+
+
+def anchor_time(anchor, events: pd.DataFrame) -> float | None:
+    """When a run's events met `anchor` (rdzv_sim.scenario.faults.After), or None."""
+    watch = anchor.watch()
+    for r in events.itertuples(index=False):
+        if r.event in ("rank_assigned", watch.want) and r.round == anchor.round:
+            detail = json.loads(r.detail) if r.detail else None
+            if watch.feed(r.t, r.node, r.event, r.round, detail) is not None:
+                return watch.met
+    return None
 
 
 VALUE_BYTES = 512          # a store value per host, generously (c10d's blob: ~220 B per host)
@@ -61,7 +83,7 @@ def rounds_are_prompt(events: pd.DataFrame, scenario,
     if due is None:
         return []
     bound = due + round_trips * round_trip(scenario)
-    if any(getattr(f, "at", math.inf) <= bound for f in scenario.faults):
+    if any(f.anchor is not None or (hasattr(f, "at") and f.start <= bound) for f in scenario.faults):
         return []
     end = float(done["t"].max())
     if end > bound:
@@ -83,7 +105,7 @@ def check_liveness(tables: dict, scenario, slack: float = 1.0, prompt: bool = Tr
     if scenario.random_faults or store_ended_job(ev) or leaderless(ev):
         return Report()
     prompt = rounds_are_prompt(ev, scenario) if prompt else []
-    t_quiet = quiet_time(scenario)
+    t_quiet = quiet_time(scenario, ev)
     deadline = t_quiet + slack * liveness_bound(scenario)
     if deadline > scenario.duration:
         return Report([Violation("liveness", f"run too short to judge: needs {deadline:.1f} s")])

@@ -130,12 +130,12 @@ def test_a_paused_member_does_not_stall_the_others(cluster):
 
 def test_the_launcher_runs_a_scenario_on_a_replicated_store_through_a_member_hosts_crash():
     """store.kind: replicated for real: members on nodes 0-2 of a local etcd cluster, node 0
-    (and its member) killed at 12 s and back at 20 s: the job re-forms without it and grows
+    (and its member) killed 2 s after round 0 forms and back 2 s after round 1 does: the job re-forms without it and grows
     back, the process groups come up over etcd, and the simulator says the same rounds."""
     from real_backend.launcher import run_real
     from rdzv_sim.testing import check_safety
     from rdzv_sim.scenario import load
-    sc = {"name": "real-etcd", "seed": 1, "duration": 30,
+    sc = {"name": "real-etcd", "seed": 1, "duration": 120,
           "cluster": {"nodes": 3, "nproc_per_node": 1, "start_spread": 0},
           "store": {"kind": "replicated", "host": None, "hosts": [0, 1, 2], "op_timeout": 4},
           "protocol": {"name": "hrw", "min_nodes": 2, "max_nodes": 3, "last_call_timeout": 1,
@@ -143,8 +143,9 @@ def test_the_launcher_runs_a_scenario_on_a_replicated_store_through_a_member_hos
           "agent": {"collective_timeout": 5, "monitor_interval": 1, "worker_start": 0,
                     "peer_crash_detection": 0.3},
           "shards": {"count": 0},
-          "faults": [{"kind": "crash", "node": 0, "at": 12}, {"kind": "restart", "node": 0, "at": 20}]}
-    r = run_real(sc)
+          "faults": [{"kind": "crash", "node": 0, "at": {"after": "round_complete", "round": 0, "plus": 2}},
+                     {"kind": "restart", "node": 0, "at": {"after": "round_complete", "round": 1, "plus": 2}}]}
+    r = run_real(sc, until={"after": "pg_ready", "round": 2, "plus": 1})
     ev = r.events
     assert r.rounds.nnodes.tolist() == [3, 2, 3], ev[["t", "node", "event"]].to_string()
     assert ev[ev.node == "store"].event.tolist() == ["store_member_lost", "store_member_back"]

@@ -32,10 +32,14 @@ def scenario(name, duration, faults=(), nodes=3, protocol="hrw", run_id="job", *
             "shards": {"count": 0}, "faults": list(faults)}
 
 
+ROUND0 = {"after": "round_complete", "round": 0}        # a fault meant for the formed round 0
+ROUND1 = {"after": "round_complete", "round": 1}
+
+
 def test_crash_reforms_smaller_then_grows_back():
-    sc = scenario("real-crash", 26, [{"kind": "crash", "node": 1, "at": 11},
-                                     {"kind": "restart", "node": 1, "at": 16}])
-    r = run_real(sc)
+    sc = scenario("real-crash", 120, [{"kind": "crash", "node": 1, "at": {**ROUND0, "plus": 2}},
+                                      {"kind": "restart", "node": 1, "at": {**ROUND1, "plus": 2}}])
+    r = run_real(sc, until={"after": "pg_ready", "round": 2, "plus": 1})
     assert r.rounds.nnodes.tolist() == [3, 2, 3], r.events[["t", "node", "event"]].to_string()
     assert r.rounds.consistent.all()
     pg = r.events[r.events.event == "pg_ready"]
@@ -43,8 +47,11 @@ def test_crash_reforms_smaller_then_grows_back():
     report = check_safety({"events": r.events, "rounds": r.rounds}, load(sc))
     assert not report.unexpected, [str(v) for v in report.unexpected]
     # the survivors learn of the crash from their failed all-reduce, not from a timeout
+    crashed = r.events[r.events.event == "fault_crash"].t.min()
+    formed = r.events[(r.events.event == "rank_assigned") & (r.events["round"] == 0)].t.max()
+    assert formed + 2 <= crashed < formed + 3                # 2 s after round 0, as the fault says
     left = r.events[(r.events.event == "round_left") & (r.events["round"] == 0)]
-    assert (left.t < 11 + 3).all()
+    assert (left.t < crashed + 3).all()
 
 
 def test_static_rendezvous_for_real():
@@ -55,11 +62,12 @@ def test_static_rendezvous_for_real():
 
 
 def test_dead_store_fails_every_node_fast():
-    r = run_real(scenario("real-dead-store", 20, [{"kind": "store_crash", "at": 11}]))
+    r = run_real(scenario("real-dead-store", 90, [{"kind": "store_crash", "at": {**ROUND0, "plus": 1}}]))
     ev = r.events
     exits = ev[ev.event == "agent_exit"]
     assert len(exits) == 3 and all(d["reason"] == "store_lost" for d in details(exits))
-    assert (exits.t < 11 + 4 + 2).all()                      # within the 4 s deadline, no hang
+    crashed = ev[ev.event == "fault_store_crash"].t.min()
+    assert (exits.t < crashed + 4 + 2).all()                 # within the 4 s deadline, no hang
 
 
 def test_paused_store_gives_timeouts_not_hangs():
@@ -191,18 +199,21 @@ def test_preemption_with_notice_hrw_reforms_before_the_kill():
     """SIGTERM to node 2's agent at 15 s, its host killed 10 s later: the agent stops its
     workers and ends its round (hrw uses the notice), so the other two re-form at once, well
     before the collective timeout or the kill; the simulator agrees."""
-    sc = scenario("real-preemption", 30, [{"kind": "preemption", "node": 2, "at": 15, "notice": 10}])
+    sc = scenario("real-preemption", 120, [{"kind": "preemption", "node": 2, "at": {**ROUND0, "plus": 3},
+                                            "notice": 10}])
     sc["agent"]["collective_timeout"] = 20                  # re-forming sooner is the notice's doing
-    r = run_real(sc)
+    r = run_real(sc, until={"after": "workers_started", "round": 1, "plus": 12})
     assert r.rounds.nnodes.tolist() == [3, 2], r.events[["t", "node", "event"]].to_string()
-    assert 15 <= r.rounds.iloc[1]["end"] < 25               # before the kill, not at a timeout
     ev = r.events
+    term = ev[ev.event == "fault_preemption"].t.min()
+    assert term <= r.rounds.iloc[1]["end"] < term + 10      # before the kill, not at a timeout
     exits = ev[(ev.node == "node2") & (ev.event == "agent_exit")]
     assert [d["reason"] for d in details(exits)] == ["terminated"]
-    assert ev[(ev.node == "node2") & (ev.event == "fault_crash")].t.min() >= 25
+    assert ev[(ev.node == "node2") & (ev.event == "fault_crash")].t.min() >= term + 10
     import rdzv_sim
     sim = rdzv_sim.run(sc)
-    assert sim.rounds.nnodes.tolist() == [3, 2] and sim.rounds.iloc[1]["end"] < 16.5
+    sim_term = sim.events[sim.events.event == "fault_preemption"].t.min()
+    assert sim.rounds.nnodes.tolist() == [3, 2] and sim.rounds.iloc[1]["end"] < sim_term + 1.5
 
 
 def test_gray_links_loss_then_flap_slow_but_do_not_break_the_round():
@@ -212,8 +223,10 @@ def test_gray_links_loss_then_flap_slow_but_do_not_break_the_round():
     the simulator says the same."""
     sc = scenario("real-gray", 30, [
         {"kind": "loss", "nodes": [1], "at": 0, "duration": 12, "rate": 0.5, "rto": 0.1},
-        {"kind": "flap", "nodes": [0], "at": 14, "duration": 9, "period": 3, "down": 1}], nodes=2)
-    r = run_real(sc)
+        {"kind": "flap", "nodes": [0], "at": {**ROUND0, "plus": 1}, "duration": 9, "period": 3, "down": 1}],
+        nodes=2)
+    sc["duration"] = 90
+    r = run_real(sc, until={**ROUND0, "plus": 12})
     assert r.rounds.nnodes.tolist() == [2], r.events[["t", "node", "event"]].to_string()
     ev = r.events
     assert (ev.event == "fault_loss").sum() == 1 and (ev.event == "loss_healed").sum() == 1

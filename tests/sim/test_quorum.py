@@ -74,6 +74,18 @@ def test_the_lighthouse_waits_for_heartbeating_stragglers():
     assert rules.decide(9.0, {0: 1.0}, {0, 1}, frozenset({1})) is None
 
 
+def test_the_join_timeout_counts_from_the_first_group_that_asked():
+    """Staggered asks (1 s and 4 s, a third group heartbeating but silent): the Lighthouse
+    waits join_timeout from the *first* ask (6 s), not from the latest (9 s)."""
+    rules = QuorumRules(min_replicas=1, join_timeout=5.0, heartbeat_timeout=2.0)
+    asked = {0: 1.0, 1: 4.0}
+    assert rules.decide(5.99, asked, {0, 1, 2}, None) is None
+    assert rules.decide(6.0, asked, {0, 1, 2}, None) == frozenset({0, 1})
+    lh = Lighthouse(rules, Costs(step_time=1.0), duration=100.0)
+    lh.replay([(0, 0.0, 1.0, math.inf), (1, 0.0, 4.0, math.inf), (2, 0.0, math.inf, math.inf)])
+    assert [(q.t, sorted(q.groups)) for q in lh.quorums][0] == (6.0, [0, 1])
+
+
 def test_replay_is_event_driven_not_stepped():
     """A week of 1 s steps with two changes costs a handful of segments, not 600k steps."""
     lh = Lighthouse(QuorumRules(), Costs(step_time=1.0), duration=7 * 86400.0)

@@ -60,3 +60,15 @@ def test_a_host_back_at_a_new_address_is_its_rounds_master_there():
     ranked = ev[ev["event"] == "rank_assigned"]
     masters = {int(r): sorted({json.loads(d)["master"] for d in g["detail"]}) for r, g in ranked.groupby("round")}
     assert masters == {0: ["node2"], 1: ["node4"], 2: ["node2.2"]}
+
+
+def test_topology_order_is_natural_past_single_digits():
+    """node9 before node10, rack-2 before rack-10: digit runs sort as numbers."""
+    from rdzv_sim.protocols.base import NodeInfo
+    from rdzv_sim.protocols.ranking import order
+    names = [f"node{i}" for i in (10, 9, 100, 1, 11, 2)]
+    infos = [NodeInfo(n, n, 1, i) for i, n in enumerate(names)]
+    assert order("topology", infos, sorted) == ["node1", "node2", "node9", "node10", "node11", "node100"]
+    topo = [NodeInfo(n, n, 1, i, topo=t) for i, (n, t) in enumerate(
+        [("a", "rack-10/slot-1"), ("b", "rack-2/slot-10"), ("c", "rack-2/slot-9")])]
+    assert order("topology", topo, sorted) == ["c", "b", "a"]
