@@ -105,7 +105,7 @@ class Soak(Demo):
 
     # --- the soak ----------------------------------------------------------------------------
     def run(self) -> dict:
-        from ..proxy import FaultProxy
+        from real_backend.proxy import FaultProxy
         try:
             self.start_store()
             self.proxy = FaultProxy("127.0.0.1", self.port, seed=self.seed)

@@ -43,6 +43,8 @@ class Event(str, Enum):
     NODE_RESUMED = "node_resumed"
     FAULT_PARTITION = "fault_partition"
     PARTITION_HEALED = "partition_healed"
+    FAULT_PARTITION_NODE = "fault_partition_node"      # real runs: one node's side of a cut
+    PARTITION_NODE_HEALED = "partition_node_healed"
     FAULT_LATENCY = "fault_latency"
     LATENCY_HEALED = "latency_healed"
     FAULT_LOSS = "fault_loss"
@@ -98,11 +100,20 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.STORE_LEADER_ELECTED: ("member",), E.STORE_LEADER_LOST: ("member",),
     E.NODE_EXCLUDED: ("failures", "slowdown", "why"), E.JOB_FAILED: ("why",),
 }
-NAMES = frozenset(e.value for e in Event)
+NAMES = {e.value for e in Event}
+OWN: dict[str, tuple[str, ...]] = {}      # events a protocol of its own registered: name -> fields
 
 
 class UnknownEvent(ValueError):
-    """An event name that `rdzv_sim.events.Event` does not list."""
+    """An event name that `rdzv_sim.events.Event` does not list and no protocol registered."""
+
+
+def register_event(name: str, fields: tuple[str, ...] = ()) -> None:
+    """Let a protocol of your own emit event `name` (with these detail fields)."""
+    if not isinstance(name, str) or not name.replace("_", "").isalnum() or not name.islower():
+        raise ValueError(f"register_event({name!r}): an event name is lower_case_with_underscores")
+    OWN[name] = tuple(fields)
+    NAMES.add(name)
 
 
 def check(name) -> str:
@@ -110,5 +121,6 @@ def check(name) -> str:
     name = name.value if isinstance(name, Event) else name
     if name not in NAMES:
         raise UnknownEvent(f"event {name!r} is not one of rdzv_sim.events.Event: add it there "
-                           "(with its detail fields) before a runtime records it")
+                           "(with its detail fields), or register your protocol's own with "
+                           "rdzv_sim.events.register_event, before a runtime records it")
     return name

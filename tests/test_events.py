@@ -23,6 +23,17 @@ def test_the_trace_refuses_an_event_it_does_not_know():
     assert list(events_table(tr, "x", 0)["event"]) == ["join", "round_closed"]
 
 
+def test_a_protocol_registers_its_own_events():
+    from rdzv_sim.events import register_event
+    tr = Tracer()
+    with pytest.raises(UnknownEvent, match="register_event"):
+        tr.record(0.0, "n0", "my_probe_sent")
+    register_event("my_probe_sent", ("probe",))
+    tr.record(0.0, "n0", "my_probe_sent", detail={"probe": 1})
+    with pytest.raises(ValueError):
+        register_event("Not An Event")
+
+
 def test_an_event_is_its_string():
     assert Event.JOIN == "join" and check(Event.JOIN) == "join" and set(DETAIL) <= set(Event)
 
@@ -35,9 +46,9 @@ def literal_events():
             if not isinstance(node, ast.Call):
                 continue
             fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if fn not in ("record", "record_many", "Emit", "emit"):
+            if fn not in ("record", "record_many", "Emit", "emit", "_sig", "_store_sig", "_gave_up", "Exit"):
                 continue
-            for a in node.args[:3]:
+            for a in (node.args[1:2] if fn == "Exit" else node.args[:3]):     # Exit(reason, event)
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value not in NODES \
                         and a.value.replace("_", "").isalnum() and a.value.islower():
                     out.append((f"{p.relative_to(ROOT)}:{node.lineno}", a.value))

@@ -5,6 +5,7 @@ side is benchmarks/sigterm.py (reports/sigterm.md)."""
 import pytest
 
 import rdzv_sim
+from rdzv_sim.events import register_event
 from rdzv_sim.ops import Emit
 from rdzv_sim.protocols.agent import AgentSettings, elastic_agent
 from rdzv_sim.protocols.base import Protocol, RendezvousTimeout
@@ -67,6 +68,8 @@ class Recorder(Protocol):
     def shutdown(self, node):
         yield Emit("shut_down")
 
+
+register_event("shut_down")              # a protocol's own event
 
 def test_every_exit_but_a_signal_shuts_the_protocol_down():
     sb = Sandbox(nodes=1)
