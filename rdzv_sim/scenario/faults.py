@@ -34,13 +34,14 @@ class Action:
 
 
 class After(BaseModel):
-    """A time named by what happened: `plus` seconds after every member of round `round` got
-    its rank (`round_complete`), started its workers (`workers_started`) or, in real runs only,
-    brought its process group up (`pg_ready`). A job's start-up time varies (a real one's most
-    of all); a fault meant for a formed round says so."""
+    """A time named by what happened: `plus` seconds after every member of a round got its rank
+    (`round_complete`), started its workers (`workers_started`) or, in real runs only, brought
+    its process group up (`pg_ready`); the round is `round`, or (left out) the first round that
+    does. A job's start-up time varies (a real one's most of all); a fault meant for a formed
+    round says so."""
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     after: Literal["round_complete", "workers_started", "pg_ready"]
-    round: NonNegativeInt = 0
+    round: NonNegativeInt | None = None
     plus: NonNegativeFloat = 0.0
 
     def watch(self) -> "AnchorWatch":
@@ -52,20 +53,19 @@ class AnchorWatch:
     EVENT = {"round_complete": "rank_assigned", "workers_started": "workers_started", "pg_ready": "pg_ready"}
 
     def __init__(self, after: After):
-        self.want, self.round = self.EVENT[after.after], after.round
-        self.plus = after.plus
-        self.members: int | None = None
-        self.seen: set[str] = set()
-        self.met: float | None = None          # when the anchor was met (plus not added)
+        self.want, self.round, self.plus = self.EVENT[after.after], after.round, after.plus
+        self.members: dict[int, int] = {}       # round -> its member count (rank_assigned's nnodes)
+        self.seen: dict[int, set] = {}          # round -> the members that did `want`
+        self.met: float | None = None           # when the anchor was met (plus not added)
 
     def feed(self, t: float, node: str, event: str, rnd, detail) -> float | None:
         """One event (`detail` a dict or None); returns the fault's start once the anchor is met."""
-        if self.met is None and rnd == self.round:
-            if event == "rank_assigned" and self.members is None and detail:
-                self.members = int(detail.get("nnodes", 0)) or None
+        if self.met is None and rnd is not None and (self.round is None or rnd == self.round):
+            if event == "rank_assigned" and rnd not in self.members and detail:
+                self.members[rnd] = int(detail.get("nnodes", 0))
             if event == self.want:
-                self.seen.add(node)
-            if self.members is not None and len(self.seen) >= self.members:
+                self.seen.setdefault(rnd, set()).add(node)
+            if 0 < self.members.get(rnd, 0) <= len(self.seen.get(rnd, ())):
                 self.met = t
         return None if self.met is None else self.met + self.plus
 

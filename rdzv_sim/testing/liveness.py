@@ -42,7 +42,7 @@ def anchor_time(anchor, events: pd.DataFrame) -> float | None:
     """When a run's events met `anchor` (rdzv_sim.scenario.faults.After), or None."""
     watch = anchor.watch()
     for r in events.itertuples(index=False):
-        if r.event in ("rank_assigned", watch.want) and r.round == anchor.round:
+        if r.event in ("rank_assigned", watch.want) and (anchor.round is None or r.round == anchor.round):
             detail = json.loads(r.detail) if r.detail else None
             if watch.feed(r.t, r.node, r.event, r.round, detail) is not None:
                 return watch.met

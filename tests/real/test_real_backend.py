@@ -34,6 +34,7 @@ def scenario(name, duration, faults=(), nodes=3, protocol="hrw", run_id="job", *
 
 ROUND0 = {"after": "round_complete", "round": 0}        # a fault meant for the formed round 0
 ROUND1 = {"after": "round_complete", "round": 1}
+FIRST = {"after": "round_complete"}                     # ... for whichever round forms first
 
 
 def test_crash_reforms_smaller_then_grows_back():
@@ -209,7 +210,7 @@ def test_preemption_with_notice_hrw_reforms_before_the_kill():
     assert term <= r.rounds.iloc[1]["end"] < term + 10      # before the kill, not at a timeout
     exits = ev[(ev.node == "node2") & (ev.event == "agent_exit")]
     assert [d["reason"] for d in details(exits)] == ["terminated"]
-    assert ev[(ev.node == "node2") & (ev.event == "fault_crash")].t.min() >= term + 10
+    assert ev[(ev.node == "node2") & (ev.event == "fault_crash")].t.min() >= term + 9.9
     import rdzv_sim
     sim = rdzv_sim.run(sc)
     sim_term = sim.events[sim.events.event == "fault_preemption"].t.min()
@@ -219,14 +220,15 @@ def test_preemption_with_notice_hrw_reforms_before_the_kill():
 def test_gray_links_loss_then_flap_slow_but_do_not_break_the_round():
     """Node 1's link loses half its chunks while round 0 forms (each held for TCP's doubling
     resend timeouts), then node 0's link flaps (1 s down every 3 s, shorter than the
-    collectives' timeout): round 0 forms, slower for node 1, and the job never re-forms;
-    the simulator says the same."""
+    collectives' timeout) once the first round has formed: one round forms, slower for node 1
+    (on a slow machine the loss can fail round 0, and round 1 is that first round), and the
+    job never re-forms; the simulator says the same."""
     sc = scenario("real-gray", 30, [
         {"kind": "loss", "nodes": [1], "at": 0, "duration": 12, "rate": 0.5, "rto": 0.1},
-        {"kind": "flap", "nodes": [0], "at": {**ROUND0, "plus": 1}, "duration": 9, "period": 3, "down": 1}],
+        {"kind": "flap", "nodes": [0], "at": {**FIRST, "plus": 1}, "duration": 9, "period": 3, "down": 1}],
         nodes=2)
     sc["duration"] = 90
-    r = run_real(sc, until={**ROUND0, "plus": 12})
+    r = run_real(sc, until={**FIRST, "plus": 12})
     assert r.rounds.nnodes.tolist() == [2], r.events[["t", "node", "event"]].to_string()
     ev = r.events
     assert (ev.event == "fault_loss").sum() == 1 and (ev.event == "loss_healed").sum() == 1
