@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench reports clean
+.PHONY: demo test check bench reports clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -17,8 +17,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/rdzv-sim run quickstart --out runs/quickstart
 
+# the whole suite: the simulated tests on both cores, then the real ones (processes, stores) alone
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not real" -n 2 --durations=20
+	$(BIN)/python -m pytest -m real --durations=20
+
+# the inner loop of a protocol change (a few minutes): no real processes, no slow tests, few examples
+check: $(STAMP)
+	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest -m "not real and not slow" -n 2 -x -q
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_hrw.py

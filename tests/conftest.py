@@ -54,3 +54,14 @@ def pytest_runtest_makereport(item, call):
     if report.failed and call.when == "call" and hasattr(item.obj, "hypothesis"):
         report.sections.append(("replay", f"pytest '{item.nodeid}' --hypothesis-seed="
                                           f"{item.config._rdzv_seed}"))
+
+
+REAL = ("real", "torchrun")          # folders whose tests run real processes
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/real and tests/torchrun is `real` (it starts processes)."""
+    for item in items:
+        path = Path(str(item.fspath))
+        if path.is_relative_to(ROOT / "tests") and path.relative_to(ROOT / "tests").parts[0] in REAL:
+            item.add_marker(pytest.mark.real)

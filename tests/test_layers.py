@@ -37,15 +37,15 @@ def layer_of(module: str) -> int | None:
     return None if best is None else best[0]
 
 
-def module_of(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_of(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported(path: Path) -> list[tuple[str, int]]:
+def imported(path: Path, root: Path = ROOT) -> list[tuple[str, int]]:
     """(module, line) for every import in `path`, relative ones resolved, `from a import b`
     as `a.b` (b may be a module)."""
-    me = module_of(path)
+    me = module_of(path, root)
     here = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
@@ -58,15 +58,15 @@ def imported(path: Path) -> list[tuple[str, int]]:
     return out
 
 
-def upward(paths) -> list[str]:
+def upward(paths, root: Path = ROOT) -> list[str]:
     bad = []
     for path in paths:
-        me = module_of(path)
+        me = module_of(path, root)
         mine = layer_of(me)
-        for target, line in imported(path):
+        for target, line in imported(path, root):
             theirs = layer_of(target)
             if mine is not None and theirs is not None and theirs > mine:
-                bad.append(f"{path.relative_to(ROOT)}:{line}: {me} imports {target}, a layer above it")
+                bad.append(f"{path.relative_to(root)}:{line}: {me} imports {target}, a layer above it")
     return bad
 
 
@@ -95,24 +95,21 @@ def test_torch_only_in_real_backend_and_hrws_gpu_path():
      "rdzv_sim.aggregate.job"),
     ("hrw/_layer_probe.py", "def f():\n    from real_backend import launcher\n", "real_backend.launcher"),
 ])
-def test_the_checker_sees_a_planted_upward_import_inside_a_function(where, source, target):
-    """The scan is not vacuous: a lazy upward import, relative or absolute, is reported."""
-    f = ROOT / where
+def test_the_checker_sees_a_planted_upward_import_inside_a_function(where, source, target, tmp_path):
+    """The scan is not vacuous: a lazy upward import, relative or absolute, is reported (the
+    probe is planted in a copy of the layout, never in the source tree)."""
+    f = tmp_path / where
+    f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(source)
-    try:
-        bad = upward([f])
-    finally:
-        f.unlink()
+    bad = upward([f], tmp_path)
     assert len(bad) == 1 and target in bad[0], bad
 
 
-def test_a_downward_import_is_not_reported():
-    f = ROOT / "rdzv_sim" / "testing" / "_layer_probe.py"
+def test_a_downward_import_is_not_reported(tmp_path):
+    f = tmp_path / "rdzv_sim" / "testing" / "_layer_probe.py"
+    f.parent.mkdir(parents=True)
     f.write_text("def f():\n    from ..protocols import registry\n    from ..api import run\n")
-    try:
-        assert upward([f]) == []
-    finally:
-        f.unlink()
+    assert upward([f], tmp_path) == []
 
 
 def test_the_library_and_its_cli_load_without_torch_or_real_backend():

@@ -10,7 +10,8 @@ from .runs import GOLDEN, runs, summary
 EXPECTED = json.loads(GOLDEN.read_text())
 
 
-@pytest.mark.parametrize("key", sorted(runs()))
+@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.slow) if "@aggregate" in k else k
+                                 for k in sorted(runs())])
 def test_the_summary_is_the_golden_one(key):
     import rdzv_sim
     name, overrides = runs()[key]

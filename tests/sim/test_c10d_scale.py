@@ -84,6 +84,7 @@ def test_same_seed_same_tables_at_a_few_hundred_hosts():
     assert a.rounds.nnodes.tolist() == [160, 159]
 
 
+@pytest.mark.slow
 def test_1024_hosts_re_form_after_a_crash_without_the_dead_one():
     """Shortened: a store and clients with no per-byte cost and a 60 s keep-alive, so that the
     storms end; with torchrun's defaults the re-form at

@@ -41,6 +41,7 @@ def mean_over_seeds(tau, seeds=4, **training):
     return sum(e for e, _ in runs) / seeds, sum(g for _, g in runs) / seeds
 
 
+@pytest.mark.slow
 def test_ettr_and_goodput_match_theory_and_youngs_interval_is_best():
     tau = math.sqrt(2 * DELTA * M)                         # Young's optimal interval
     ettr, goodput = mean_over_seeds(tau)
@@ -50,6 +51,7 @@ def test_ettr_and_goodput_match_theory_and_youngs_interval_is_best():
     assert simulated(tau / 4)[0] < ettr and simulated(tau * 4)[0] < ettr
 
 
+@pytest.mark.slow
 def test_async_checkpoints_match_theory():
     """A snapshot stall of DELTA, then a 600 s background write: a failure in the write loses
     that checkpoint too; theory counts a checkpoint once written."""
