@@ -56,7 +56,7 @@ def test_crash_reforms_smaller_then_grows_back():
 
 
 def test_static_rendezvous_for_real():
-    r = run_real(scenario("real-static", 14, protocol="static"))
+    r = run_real(scenario("real-static", 120, protocol="static"), until={**FIRST, "plus": 0.5})
     assert r.rounds.nnodes.tolist() == [3]
     ra = r.events[r.events.event == "rank_assigned"].sort_values("rank")
     assert ra.node.tolist() == ["node0", "node1", "node2"]
@@ -90,8 +90,8 @@ def test_two_run_ids_on_one_store_stay_apart():
     results = {}
 
     def go(run_id):
-        results[run_id] = run_real(scenario(f"real-{run_id}", 14, nodes=2, run_id=run_id),
-                                   store_port=server.port)
+        results[run_id] = run_real(scenario(f"real-{run_id}", 120, nodes=2, run_id=run_id),
+                                   store_port=server.port, until={"after": "pg_ready", "plus": 0.5})
     threads = [threading.Thread(target=go, args=(rid,)) for rid in ("jobA", "jobB")]
     for t in threads:
         t.start()
@@ -143,17 +143,20 @@ def test_gpu_check_runs_without_a_gpu_and_needs_few_dependencies():
 
 
 def test_partition_through_the_proxy_reforms_and_heals():
-    """Node 2 is cut off from the store (proxy) and its peers (frozen collectives) for 8 s: the
-    others re-form at 2 once their all-reduce times out, and node 2 comes back after the heal."""
-    cut, heal = 15, 23                     # after round 0 formed: agents take ~4-8 s to start here
-    sc = scenario("real-partition", 36, [{"kind": "partition", "nodes": [2], "at": cut,
-                                          "duration": heal - cut}])
+    """Node 2 is cut off from the store (proxy) and its peers (frozen collectives) for 8 s, 2 s
+    after round 0 formed: the others re-form at 2 once their all-reduce times out, and node 2
+    comes back after the heal."""
+    sc = scenario("real-partition", 120, [{"kind": "partition", "nodes": [2], "at": {**ROUND0, "plus": 2},
+                                           "duration": 8}])
     sc["agent"]["collective_timeout"] = 3
-    r = run_real(sc)
+    r = run_real(sc, until={"after": "pg_ready", "round": 2, "plus": 1})
     assert r.rounds.nnodes.tolist() == [3, 2, 3], r.events[["t", "node", "event"]].to_string()
     assert r.rounds.consistent.all()
     report = check_safety({"events": r.events, "rounds": r.rounds}, load(sc))
     assert not report.unexpected, [str(v) for v in report.unexpected]
+    cut = r.events[r.events.event == "fault_partition"].t.min()
+    heal = r.events[r.events.event == "partition_healed"].t.min()
+    assert heal - cut == pytest.approx(8, abs=0.5)
     second = r.rounds.iloc[1]
     assert cut + 3 <= second["end"] < heal                 # after the collective timeout, before the heal
     assert r.rounds.iloc[2]["end"] > heal
@@ -164,8 +167,8 @@ def test_partition_through_the_proxy_reforms_and_heals():
 
 
 def test_torch_static_baseline_agrees_with_the_static_model():
-    sc = scenario("real-static-torch", 12, protocol="static")
-    r = run_real(sc, torch_static=True)
+    sc = scenario("real-static-torch", 120, protocol="static")
+    r = run_real(sc, torch_static=True, until={"after": "pg_ready", "plus": 0.5})
     ra = r.events[r.events.event == "rank_assigned"].sort_values("rank")
     assert ra.node.tolist() == ["node0", "node1", "node2"]      # rank = node index, as ours
     pg = r.events[r.events.event == "pg_ready"]
@@ -181,7 +184,7 @@ def test_latency_through_the_proxy_slows_the_round_as_simulated():
     sc = scenario("real-latency", 24, [{"kind": "latency", "nodes": [1], "at": 0, "delay": 0.15,
                                         "duration": 20}], nodes=2)
     sc["protocol"]["min_nodes"] = 2
-    r = run_real(sc)
+    r = run_real(sc, until={**FIRST, "plus": 0.5})
     ra = r.events[r.events.event == "rank_assigned"]
     assert len(ra) == 2 and r.rounds.consistent.all()
     real = dict(zip(ra.node, [d["latency"] for d in details(ra)]))

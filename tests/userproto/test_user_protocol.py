@@ -103,7 +103,7 @@ def test_it_runs_on_the_real_runtime_with_real_processes():
     sc = load(SCENARIO.replace("duration: 120", "duration: 14").replace(
         "faults:\n  - {kind: crash, node: 1, at: 40}\n", "").replace("nodes: 4", "nodes: 3")
         .replace("store: {host: null}", "store: {host: null, op_timeout: 4}"))
-    r = run_real(sc)
+    r = run_real(sc, until={"after": "pg_ready", "plus": 0.5})
     ra = r.events[r.events.event == "rank_assigned"]
     assert ra.sort_values("rank")["node"].tolist() == ["node2", "node1", "node0"], \
         r.events[["t", "node", "event"]].to_string()
