@@ -6,8 +6,8 @@ strategies, the real runtime and `validate` all know it. Built-in protocols are 
 like plugins: through the `rdzv_sim.protocols` entry-point group (a module to import, or a
 callable to call); `RDZV_SIM_PROTOCOLS=mod1,mod2` imports modules the same way uninstalled.
 
-A kit's optional *parts* (its aggregate round model, training model, settings strategy,
-invariants, known behaviours, cost estimate, real-runtime needs) are registered by the layer that
+A kit's optional *parts* (its aggregate job, training model, settings strategy, invariants,
+known behaviours, cost estimate, real-runtime needs) are registered by the layer that
 owns each kind, through that layer's own `register_...` function, and kept here by
 (protocol, kind), so a part may be registered before or after its protocol.
 """
@@ -16,8 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass
-from typing import Any
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import create_model
 
@@ -46,10 +45,6 @@ class ProtocolSpec:
 
     def make(self, settings: ProtocolSettings):
         return self.cls(settings)
-
-    def part(self, kind: str, default: Any = None) -> Any:
-        """This protocol's part of `kind` (see `register_part`), or `default`."""
-        return _PARTS.get((self.name, kind), default)
 
 
 _SPECS: dict[str, ProtocolSpec] = {}
@@ -92,7 +87,7 @@ def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] | N
 
 def register_part(protocol: str, kind: str, part: Any, *, replace: bool = False) -> None:
     """Give protocol `protocol` its part of `kind`; the owning layer's `register_...` calls this
-    (`rdzv_sim.aggregate.register_round_model`, `rdzv_sim.testing.register_invariant`, ...)."""
+    (`rdzv_sim.aggregate.register_aggregate_job`, `rdzv_sim.testing.register_invariant`, ...)."""
     if not isinstance(protocol, str) or not isinstance(kind, str):
         raise ProtocolError(f"register_part: protocol and kind are names, got {protocol!r}, {kind!r}")
     key = (protocol, kind)

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 from ..protocols.registry import specs
-from .schema import Scenario
-
-
 from .faults import AGGREGATE_KINDS
+from .schema import Scenario
 
 
 def problems(sc: Scenario) -> list[tuple[tuple, str]]:
@@ -16,7 +14,7 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
     def node(path, idx):
         if not 0 <= idx < n:
             out.append((path, f"node {idx} does not exist (the cluster has nodes 0..{n - 1}"
-                               + (f", spares included" if sc.scheduler.hot_spares else "") + ")"))
+                               + (", spares included" if sc.scheduler.hot_spares else "") + ")"))
 
     if sc.cluster.topology.kind == "racks" and racks > n:
         out.append((("cluster", "topology", "racks"), f"{racks} racks for only {n} nodes"))

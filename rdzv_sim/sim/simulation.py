@@ -79,13 +79,12 @@ class Simulation:
             graph.add_edge("launcher", "spine0" if topo.kind == "racks" else "switch",
                            latency=topo.link_latency)
         self.net = Network(env, graph, store_host, topo.jitter, rng_net)
-        service = st
         self.trace = Tracer()
-        if st.kind == "replicated":
-            self.store = ReplicatedStore(env, self.net, members, service, st.commit_time,
+        if st.kind == "replicated":             # the store section is the store's service model
+            self.store = ReplicatedStore(env, self.net, members, st, st.commit_time,
                                          st.election_timeout, np.random.default_rng(seeds[4]), self.trace)
         else:
-            self.store = StoreServer(env, store_host, service, self.trace)
+            self.store = StoreServer(env, store_host, st, self.trace)
         self.runtime = SimRuntime(env, self.store, self.net, self.trace, sc.agent, sc.cluster.cpu,
                                   rng=np.random.default_rng(seeds[3]), cpu=cpu)
         self.protocol = protocol_for(sc)
