@@ -71,7 +71,7 @@ def test_a_bad_anchor_is_refused_with_its_path(tmp_path):
         load(bad)
     assert e.value.messages == [f"{bad}:9: faults[0].at.after: Input should be 'round_complete', "
                                 "'workers_started' or 'pg_ready'"]
-    with pytest.raises(ScenarioError, match="faults\[0\].at: .*aggregate times faults in seconds"):
+    with pytest.raises(ScenarioError, match=r"faults\[0\].at: .*aggregate times faults in seconds"):
         load(BASE.format(start=0, faults=CRASH), ["fidelity=aggregate"])
     with pytest.raises(ScenarioError, match="after its anchor is after the end of the run"):
         load(BASE.format(start=0, faults="  - {kind: crash, node: 1, at: {after: round_complete, plus: 900}}"))

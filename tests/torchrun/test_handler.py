@@ -24,7 +24,7 @@ def store():
 
 def params(store, name, run_id="job", lo=2, hi=3, **conf):
     conf = {"last_call_timeout": "0.5", "join_timeout": "20", "is_host": "false",
-            "read_timeout": "5", "node_name": name, **conf}
+            "read_timeout": "30", "node_name": name, **conf}
     return RendezvousParameters("hrw", f"127.0.0.1:{store.port}", run_id, lo, hi,
                                 local_addr="127.0.0.1", **conf)
 
@@ -157,7 +157,7 @@ def test_a_node_back_at_a_new_address_gives_its_new_address_as_master(store):
     infos = join_all([old, peer])
     assert {i.bootstrap_store_info.master_addr for i in infos} == {"127.0.0.1"}
     old.shutdown()                                         # the pod goes; it comes back elsewhere
-    conf = {"last_call_timeout": "0.5", "join_timeout": "20", "is_host": "false", "read_timeout": "5",
+    conf = {"last_call_timeout": "0.5", "join_timeout": "20", "is_host": "false", "read_timeout": "30",
             "node_name": first}
     moved = get_rendezvous_handler(RendezvousParameters("hrw", f"127.0.0.1:{store.port}", "move", 2, 2,
                                                         local_addr="127.0.0.2", **conf))
