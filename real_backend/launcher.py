@@ -21,6 +21,7 @@ from rdzv_sim.scenario.load import load
 from rdzv_sim.trace import RunStats
 
 from rdzv_sim.protocols.registry import get, plugin_modules
+from rdzv_sim.scenario.faults import met_at
 from rdzv_sim.scenario.timeline import late_starts, timeline
 
 from . import node as node_mod
@@ -214,31 +215,29 @@ class RealRun:
                 rows.append((d["t"], d["node"], d["event"], d["round"], d["rank"], d["world_size"], d["detail"]))
         return rows
 
+    def trace_events(self) -> list[tuple]:
+        """The nodes' events so far in time order, as `met_at` reads them."""
+        return [(r[0], r[1], r[2], r[3], r[6]) for r in sorted(self.node_rows(), key=lambda r: r[0])]
+
     def done(self) -> bool:
         """The run's `until` anchor is met, and its `plus` seconds have passed."""
         if self.until is None:
             return False
-        watch = self.until.watch()
-        for t, node, event, rnd, _, _, detail in sorted(self.node_rows(), key=lambda r: r[0]):
-            if watch.feed(t, node, event, rnd, detail) is not None:
-                return self.now() >= watch.met + watch.plus
-        return False
+        met = met_at(self.until, self.trace_events())
+        return met is not None and self.now() >= met + self.until.plus
 
     def met(self) -> list:
         """Steps of the waiting faults whose anchors the nodes' traces have met, timed from it."""
         if not self.waiting:
             return []
-        rows = sorted(self.node_rows(), key=lambda r: r[0])
+        events = self.trace_events()
         steps, still = [], []
         for anchor, actions in self.waiting:
-            watch = anchor.watch()
-            for t, node, event, rnd, _, _, detail in rows:
-                if watch.feed(t, node, event, rnd, detail) is not None:
-                    break
-            if watch.met is None:
+            met = met_at(anchor, events)
+            if met is None:
                 still.append((anchor, actions))
             else:
-                steps += [(watch.met + a.at, lambda a=a: self.apply(a)) for a in actions]
+                steps += [(met + a.at, lambda a=a: self.apply(a)) for a in actions]
         self.waiting = still
         return steps
 

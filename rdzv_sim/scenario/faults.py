@@ -70,6 +70,15 @@ class AnchorWatch:
         return None if self.met is None else self.met + self.plus
 
 
+def met_at(anchor: After, events) -> float | None:
+    """When `events` ((t, node, event, round, detail dict) in time order) met `anchor`, or None."""
+    watch = anchor.watch()
+    for t, node, event, rnd, detail in events:
+        if watch.feed(t, node, event, rnd, detail) is not None:
+            return watch.met
+    return None
+
+
 class _Fault(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     aggregate: ClassVar[bool] = False          # modelled by fidelity: aggregate

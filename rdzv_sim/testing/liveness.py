@@ -9,6 +9,7 @@ import pandas as pd
 
 from .invariants import Report, Violation, _assigned
 from .known import known_for
+from ..scenario.faults import met_at
 
 
 def liveness_bound(scenario) -> float:
@@ -40,13 +41,9 @@ def quiet_time(scenario, events: pd.DataFrame | None = None) -> float:
 
 def anchor_time(anchor, events: pd.DataFrame) -> float | None:
     """When a run's events met `anchor` (rdzv_sim.scenario.faults.After), or None."""
-    watch = anchor.watch()
-    for r in events.itertuples(index=False):
-        if r.event in ("rank_assigned", watch.want) and (anchor.round is None or r.round == anchor.round):
-            detail = json.loads(r.detail) if r.detail else None
-            if watch.feed(r.t, r.node, r.event, r.round, detail) is not None:
-                return watch.met
-    return None
+    ev = events[events["event"].isin(("rank_assigned", anchor.watch().want))]
+    return met_at(anchor, ((r.t, r.node, r.event, r.round, json.loads(r.detail) if r.detail else None)
+                           for r in ev.itertuples(index=False)))
 
 
 VALUE_BYTES = 512          # a store value per host, generously (c10d's blob: ~220 B per host)
