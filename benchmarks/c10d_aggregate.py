@@ -43,14 +43,14 @@ def one(n: int, seed: int, duration: float, fidelity: str) -> dict:
     from rdzv_sim.result import build
     sc = scenario(n, seed, duration, fidelity)
     if fidelity == "aggregate":
-        from rdzv_sim.aggregate.c10d_job import AggregateC10d as Sim
+        from rdzv_sim.aggregate import AggregateJob as Sim
     else:
         from rdzv_sim.sim.simulation import Simulation as Sim
     t0 = time.perf_counter()
     sim = Sim(sc)
     stats = sim.run(None)
     wall = time.perf_counter() - t0
-    attempts = sim.race.attempts if fidelity == "aggregate" else sim.protocol.attempts()
+    attempts = sim.model.race.attempts if fidelity == "aggregate" else sim.protocol.attempts()
     r = build(sc, sim.trace, stats, sim.runtime.round_ops, sim.runtime.load, sim.runtime.load_bin)
     ev = r.events
     conf = ev[ev.event == "confirmed"]

@@ -10,8 +10,8 @@ def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunRe
     """Simulate `scenario` (a bundled name, a path, YAML text, a dict or a Scenario)."""
     sc = load(scenario, overrides, seed)
     if sc.fidelity == "aggregate":
-        from .aggregate import aggregate_job_of
-        sim = aggregate_job_of(sc.protocol.name)(sc)
+        from .aggregate import AggregateJob
+        sim = AggregateJob(sc)
     else:
         sim = Simulation(sc)
     stats = sim.run(progress)

@@ -1,6 +1,8 @@
-"""The aggregate fidelity (`fidelity: aggregate`): rounds as numpy batches on a FIFO store model,
-the job as one state machine; for long runs of thousands of nodes (see job.py)."""
-from .jobs import aggregate_job_of, register_aggregate_job
-from . import c10d_job as _c10d, job as _hrw  # noqa: F401 - register the built-in protocols' jobs
+"""The aggregate fidelity (`fidelity: aggregate`): one job at round granularity (job.py), each
+protocol's rendezvous a `RoundModel` (its store requests as numpy batches), for long runs of
+thousands of nodes."""
+from .job import AggregateJob
+from .round_model import Formed, RoundModel, register_round_model, round_model_of
+from . import c10d_rounds as _c10d, hrw_round as _hrw  # noqa: F401 - the built-in round models
 
-__all__ = ["aggregate_job_of", "register_aggregate_job"]
+__all__ = ["AggregateJob", "Formed", "RoundModel", "register_round_model", "round_model_of"]

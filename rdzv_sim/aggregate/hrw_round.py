@@ -1,4 +1,4 @@
-"""One `hrw` round in aggregate: every node's store operations as numpy batches on one FIFO.
+"""`hrw`'s round model: every joiner's store operations as numpy batches on one FIFO.
 
 It follows the operations `rdzv_sim.protocols.hrw` makes, phase by phase, for all joiners at
 once (the per-operation runtime interleaves them request by request):
@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..protocols.base import digest
 from .queue import Fifo
+from .round_model import Formed, RoundModel, register_round_model
 
 
 @dataclass
@@ -96,3 +98,141 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     watch[last] = fifo.one(t_ready + 2 * ml[last], k)          # its watch, after the CAS reply
     t_rank = np.maximum(watch, t_ready) + ml
     return RoundTiming(order, t_join, members, late, closer, t_closed, t_assigned, t_confirm, t_rank)
+
+
+class HrwRounds(RoundModel):
+    """The forming round closes at once with max_nodes joiners, else at the min_nodes-th
+    joiner's last call; with fewer, at the join timeout. Joiners of a closed round wait; the
+    members of a round not full restart for them at their next monitor tick."""
+
+    def __init__(self, job):
+        super().__init__(job)
+        self.fifo = Fifo(job.sc.store)
+        self.joiners: dict[str, float] = {}        # name -> when its rendezvous starts
+        self.published: list[str] | None = None    # the store's rank order (rank_order=stable)
+        self.plan = 0                              # the latest closure plan (earlier ones are void)
+        self.sizes_of: dict[int, tuple] = {}       # round -> (joined, members): what clean-up deletes
+        self.sizes = Sizes(key=len(f"{job.protocol.prefix}r0/") + 4,
+                           desc=len(job.nodes[job.hosts[0]].info.encode()) + 8)
+
+    @property
+    def ops(self) -> int:
+        return self.fifo.ops
+
+    @property
+    def bytes(self) -> int:
+        return self.fifo.bytes
+
+    def enter(self, names: list[str], times: list[float]) -> None:
+        for name, t in zip(names, times):
+            self.joiners[name] = t
+        if self.job.members:
+            self._late(names, times[0] if len(names) == 1 else None)
+        elif self.joiners:
+            self._plan()
+
+    def gone(self, name: str, t: float) -> None:
+        self.joiners.pop(name, None)
+
+    def leave(self, members: list[str], t: float) -> list[float]:
+        """end_round: compare_set(round, r, r+1) by every member, then set(end); `end` wakes
+        the waiting."""
+        job = self.job
+        lat = np.array([job.lat[m] for m in members])
+        back = self.fifo.serve(t + lat, self.sizes.key + 4) + lat
+        self.fifo.serve(back + lat, self.sizes.key + 8)
+        job.round += 1
+        for name, ts in self.joiners.items():
+            self.joiners[name] = max(ts, t + 2 * job.lat[name])
+        return back.tolist()
+
+    def running(self, f: Formed, t_ws: float) -> None:
+        """Each member watches `end` and `probe1` (and `waiting` while not full); rank 0
+        deletes round r-2's keys: check, get, 2 adds, the deletes."""
+        job, k, r = self.job, self.sizes.key, f.round
+        ml = np.array([job.lat[m] for m in f.members])
+        for _ in range(2 if f.nnodes >= job.sc.max_nodes else 3):
+            self.fifo.serve(t_ws + ml, k)
+        old = self.sizes_of.pop(r - 2, None)
+        if old is not None:
+            lr = job.lat[f.master]
+            ops = 4 + len(job.protocol.round_keys(r - 2, *old, probes=0))
+            self.fifo.serve(t_ws + lr + np.arange(ops) * (2 * lr + self.fifo.store.service_base), k)
+
+    def reset(self) -> None:
+        self.fifo.free_at = self.job.env.now
+        self.joiners, self.sizes_of, self.published = {}, {}, None
+
+    # --- forming ---------------------------------------------------------------------------
+    def _plan(self) -> None:
+        """When the forming round closes (a newcomer plans again)."""
+        sc = self.job.sc
+        starts = sorted(self.joiners.values())
+        if not starts:
+            return
+        n = len(starts)
+        if n >= sc.max_nodes:
+            t = starts[sc.max_nodes - 1]
+        elif n >= sc.min_nodes:
+            t = starts[sc.min_nodes - 1] + sc.protocol.last_call_timeout
+        else:
+            t = starts[0] + sc.protocol.join_timeout
+        self.plan += 1
+        token = self.plan
+        self.job.at(t, lambda: self._form() if token == self.plan else None)
+
+    def _late(self, names: list[str], t: float | None) -> None:
+        """Joiners of a closed round: they wait (at `t`, or each at its own start)."""
+        job = self.job
+        r, k, n = job.round, len(job.members), len(names)
+        ts = [t if t is not None else self.joiners[x] for x in names]
+        job.trace.record_many(ts, names, "join", r,
+                              details=[f'{{"slot":{k + 1 + i}}}' for i in range(n)])
+        job.trace.record_many(ts, names, "waiting", r,
+                              details=[f'{{"slot":{k + 1 + i},"waiting":{i + 1}}}' for i in range(n)])
+        if len(job.members) < job.sc.max_nodes:
+            job.nodes_waiting(ts[0] + 2 * job.lat[names[0]])
+
+    def _form(self) -> None:
+        """The forming round closes: its timing, its events."""
+        job = self.job
+        now, sc, tr = job.env.now, job.sc, job.trace
+        names = sorted(self.joiners, key=lambda n: (self.joiners[n], n))
+        if not names:
+            return
+        starts = np.array([self.joiners[n] for n in names])
+        lat = np.array([job.lat[n] for n in names])
+        saved = (self.fifo.free_at, self.fifo.ops, self.fifo.bytes)
+        rt = hrw_round(self.fifo, starts, lat, sc.min_nodes, sc.max_nodes,
+                       sc.protocol.last_call_timeout, self.sizes)
+        if rt is None:                                   # too few joined in time: they give up
+            self.fifo.free_at, self.fifo.ops, self.fifo.bytes = saved
+            self.joiners.clear()
+            job.gave_up(now, names, "rendezvous_timeout", "fewer than min_nodes joined in time")
+            return
+        r = job.round
+        tr.record_many(starts.tolist(), names, "rendezvous_start",
+                       details=[f'{{"restarts":{job.restarts[n]}}}' for n in names])
+        order_ix = rt.order.tolist()
+        tr.record_many(rt.t_join[rt.order].tolist(), [names[j] for j in order_ix], "join", r,
+                       details=[f'{{"slot":{s + 1}}}' for s in range(len(order_ix))])
+        member_names = [names[j] for j in rt.members.tolist()]
+        order = job.protocol.ranks([job.nodes[n].info for n in member_names], self.published)
+        if job.protocol.publishes_order:
+            self.published = order
+        rank = {m: i for i, m in enumerate(order)}
+        ranks = [rank[n] for n in member_names]
+        tr.record_many(rt.t_confirm.tolist(), member_names, "confirmed", r, ranks=ranks)
+        self.sizes_of[r] = (len(order_ix), len(order))
+        job.formed(Formed(r, member_names, ranks, rt.t_rank.tolist(),
+                          [self.joiners[n] for n in member_names], len(order), names[rt.closer],
+                          float(rt.t_assigned), sorted(member_names), order[0],
+                          digest(member_names), saved[1:]))
+        for n in member_names:
+            del self.joiners[n]
+        late = [names[j] for j in rt.late.tolist()]
+        if late:
+            self._late(late, float(rt.t_closed))
+
+
+register_round_model("hrw", HrwRounds)

@@ -209,8 +209,8 @@ class Protocol:
     torch_counterpart: str | None = None   # a torch handler that stands in for it in real runs
     torch_baseline: str | None = None      # a torch handler a real run may use instead (--torch-static)
     deterministic: bool = False   # same members and ranks whatever the timing (validate checks them)
-    # the simulator's fidelities that model it; "aggregate" needs a job registered by
-    # rdzv_sim.aggregate.register_aggregate_job
+    # the simulator's fidelities that model it; "aggregate" needs a round model registered by
+    # rdzv_sim.aggregate.register_round_model
     fidelities: tuple[str, ...] = ("per_operation",)
 
     def __init__(self, cfg: ProtocolSettings):

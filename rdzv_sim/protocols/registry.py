@@ -6,7 +6,7 @@ strategies, the real runtime and `validate` all know it. Built-in protocols are 
 like plugins: through the `rdzv_sim.protocols` entry-point group (a module to import, or a
 callable to call); `RDZV_SIM_PROTOCOLS=mod1,mod2` imports modules the same way uninstalled.
 
-A kit's optional *parts* (its aggregate job, training model, settings strategy, invariants,
+A kit's optional *parts* (its aggregate round model, training model, settings strategy, invariants,
 known behaviours, cost estimate, real-runtime needs) are registered by the layer that
 owns each kind, through that layer's own `register_...` function, and kept here by
 (protocol, kind), so a part may be registered before or after its protocol.
@@ -87,7 +87,7 @@ def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] | N
 
 def register_part(protocol: str, kind: str, part: Any, *, replace: bool = False) -> None:
     """Give protocol `protocol` its part of `kind`; the owning layer's `register_...` calls this
-    (`rdzv_sim.aggregate.register_aggregate_job`, `rdzv_sim.testing.register_invariant`, ...)."""
+    (`rdzv_sim.aggregate.register_round_model`, `rdzv_sim.testing.register_invariant`, ...)."""
     if not isinstance(protocol, str) or not isinstance(kind, str):
         raise ProtocolError(f"register_part: protocol and kind are names, got {protocol!r}, {kind!r}")
     key = (protocol, kind)

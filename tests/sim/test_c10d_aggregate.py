@@ -75,3 +75,19 @@ def test_shared_cores_are_refused_at_fidelity_aggregate():
     with pytest.raises(ScenarioError) as e:
         rdzv_sim.run(sc)
     assert "cluster.cpu.shared_cores" in str(e.value) and "per_operation" in str(e.value)
+
+
+@pytest.mark.parametrize("protocol", ["c10d", "hrw"])
+def test_a_member_leaves_with_the_rank_it_was_assigned(protocol):
+    """A crash takes a low rank out of the running round; the others leave it with their own
+    ranks, as the per-operation agents do (the aggregate c10d job once numbered the survivors
+    again from 0)."""
+    sc = crash(24, "aggregate")
+    sc["protocol"]["name"] = protocol
+    sc["faults"] = [{"kind": "crash", "node": 0, "at": 100}, {"kind": "crash", "node": 1, "at": 100}]
+    ev = rdzv_sim.run(sc).events
+    assigned = ev[ev.event == "rank_assigned"].set_index(["round", "node"])["rank"]
+    left = ev[ev.event == "round_left"]
+    assert len(left) >= 20
+    for rnd, node, rank in zip(left["round"], left["node"], left["rank"]):
+        assert rank == assigned[(rnd, node)], (rnd, node)

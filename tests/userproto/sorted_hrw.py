@@ -1,6 +1,6 @@
 """`sorted`: the hrw protocol with ranks in name order (or reverse), as a user package would
 define and register it. Nothing in rdzv_sim knows of it: registering it and its parts (an
-aggregate job, an invariant, a cost estimate, a settings strategy) is the whole story.
+aggregate round model, an invariant, a cost estimate, a settings strategy) is the whole story.
 
     RDZV_SIM_PROTOCOLS=userproto.sorted_hrw rdzv-sim run my-sorted.yaml
 """
@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import Field
 
 import rdzv_sim
-from rdzv_sim.aggregate import register_aggregate_job
-from rdzv_sim.aggregate.job import AggregateSimulation
+from rdzv_sim.aggregate import register_round_model
+from rdzv_sim.aggregate.hrw_round import HrwRounds
 from rdzv_sim.estimate import register_cost
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 from rdzv_sim.testing import Violation, register_invariant, register_settings_strategy
@@ -54,5 +54,5 @@ def settings(nodes: int):
 rdzv_sim.register_protocol("sorted", SortedProtocol, SortedSettings)
 register_invariant("sorted", ranks_follow_names)
 register_settings_strategy("sorted", settings)
-register_aggregate_job("sorted", AggregateSimulation)      # the hrw job honours its rank order
+register_round_model("sorted", HrwRounds)      # hrw's round model honours its rank order
 register_cost("sorted", "per_operation", lambda n, sc: 1e-3 * n)

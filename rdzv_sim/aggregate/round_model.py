@@ -1,0 +1,86 @@
+"""`RoundModel`: how one protocol's rendezvous makes rounds, at round granularity.
+
+The aggregate job (`job.py`) holds what every protocol shares: faults, the scheduler, restarts,
+a round's members starting their workers together and leaving together at the first reason.
+A round model holds the rest, the way a SimPy resource fills in `_do_put`/`_do_get`: when the
+agents that entered a rendezvous make a round, in which ranks, and what their store requests
+cost. It answers the job through three calls: `job.formed(Formed)`, `job.nodes_waiting(seen)`
+and `job.gave_up(t, names, why, reason)`. It is a part of the protocol's kit
+(`register_round_model`); the protocol lists "aggregate" in its `fidelities`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..protocols.registry import part, register_part
+
+KIND = "aggregate"
+
+
+@dataclass
+class Formed:
+    """A round that formed: what the job records and starts."""
+    round: int
+    members: list[str]        # in the order the model records them (the job keeps that order)
+    ranks: list[int]          # per member
+    t_rank: list[float]       # per member: when it knows its rank
+    started: list[float]      # per member: when its rendezvous started
+    nnodes: int               # the round's size as its members read it
+    closer: str               # who recorded the round closed, and when
+    t_closed: float
+    listed: list[str]         # the members as the closed round lists them
+    master: str
+    digest: str
+    since: tuple[int, int]    # the model's (ops, bytes) when this round's store work began
+    doomed: bool = False      # a member died before the workers started: they wait for it
+
+
+class RoundModel:
+    """The part a protocol fills in; `job` is the `AggregateJob` it serves."""
+
+    def __init__(self, job):
+        self.job = job
+
+    @property
+    def ops(self) -> int:
+        """Store requests so far (and `bytes`, their payload)."""
+        raise NotImplementedError
+
+    @property
+    def bytes(self) -> int:
+        raise NotImplementedError
+
+    def enter(self, names: list[str], times: list[float]) -> None:
+        """These agents start a rendezvous at these times (a start, or back from a round)."""
+        raise NotImplementedError
+
+    def gone(self, name: str, t: float) -> None:
+        """`name`'s agent is gone at `t` (crashed, stopped or out of restarts)."""
+
+    def leave(self, members: list[str], t: float) -> list[float]:
+        """The round's live members leave it at `t`: when each is ready to enter again."""
+        return [t] * len(members)
+
+    def running(self, formed: Formed, t_workers: float) -> None:
+        """The round's workers start at `t_workers` (its store work while running)."""
+
+    def reset(self) -> None:
+        """The job starts again on a fresh store."""
+        raise NotImplementedError
+
+
+def register_round_model(protocol: str, model: type[RoundModel], *, replace: bool = False) -> None:
+    """`model(job)` makes `protocol`'s rounds at `fidelity: aggregate`. The protocol's class lists
+    "aggregate" in its `fidelities`, so that a scenario asking for it passes the checks."""
+    if not (isinstance(model, type) and issubclass(model, RoundModel)):
+        raise TypeError(f"register_round_model({protocol!r}, ...) takes a RoundModel subclass, "
+                        f"not {model!r}")
+    register_part(protocol, KIND, model, replace=replace)
+
+
+def round_model_of(protocol: str) -> type[RoundModel]:
+    model = part(protocol, KIND)
+    if model is None:
+        raise LookupError(f"protocol {protocol!r} declares fidelity aggregate but registered no "
+                          "round model (rdzv_sim.aggregate.register_round_model)")
+    return model
