@@ -7,11 +7,7 @@ reports/hrw_benchmark.md and .json. Timings are not asserted anywhere.
 """
 from __future__ import annotations
 
-import datetime as dt
 import importlib.util
-import json
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -21,6 +17,7 @@ import numpy as np
 import xxhash
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 PEERS = ROOT / ".peers"
 
 from hrw import Assignment, Placement, kernels  # noqa: E402
@@ -84,9 +81,7 @@ def best_of(fn, repeat=3):
 
 def main():
     clandestined, pypi_hrw, uhashring = load_peers()
-    res = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                      f"Python {platform.python_version()}, numpy {np.__version__}"}
+    res = environment()
 
     # 1. single-key lookups
     single = {}
@@ -184,8 +179,6 @@ def main():
 
 def write_report(res):
     out = ROOT / "reports"
-    out.mkdir(exist_ok=True)
-    (out / "hrw_benchmark.json").write_text(json.dumps(res, indent=1) + "\n")
     s = res["single_key_lookups_per_s"]
     b = res["batch"]
     inc = res["incremental_1e6_keys_1e4_nodes"]
@@ -219,7 +212,7 @@ def write_report(res):
               f"| add one node (`Assignment.add`) | {inc['add_one_node_s'] * 1e3:.1f} ms | {inc['keys_moved_on_add']} |",
               f"| uhashring: remove one node (ring rebuild, no keys tracked) | {inc['uhashring_remove_one_node_s'] * 1e3:.1f} ms | |",
               "", "A full re-score after each change would cost the initial build time again.", ""]
-    (out / "hrw_benchmark.md").write_text("\n".join(lines))
+    write("hrw_benchmark", res, "\n".join(lines))
     print(f"wrote {out / 'hrw_benchmark.md'}")
 
 

@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 
 
 def scenario(n: int, seed: int, duration: float, fidelity: str):
@@ -241,12 +238,10 @@ def main() -> None:
     for label, o in (LLAMA if args.llama else ()):
         llamas.append(llama(label, o))
         print(json.dumps(llamas[-1]), flush=True)
-    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version(),
-            "numpy": np.__version__, "duration": args.duration}
-    Path(args.out + ".json").write_text(json.dumps({"meta": meta, "rows": rows, "edge": edge,
-                                                    "large": larges, "llama3_54d": llamas}, indent=1))
-    Path(args.out + ".md").write_text(report(rows, meta, edge, llamas, larges))
+    meta = environment(duration=args.duration)
+    out = Path(args.out)
+    write(out.name, {"meta": meta, "rows": rows, "edge": edge, "large": larges, "llama3_54d": llamas},
+          report(rows, meta, edge, llamas, larges), folder=out.parent)
     print(Path(args.out + ".md").read_text())
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 import rdzv_sim  # noqa: E402
@@ -95,8 +95,8 @@ def _outcomes(runs) -> str:
 
 
 def c10d_report(rows, meta, keep_alive: float, join_timeout: float) -> None:
-    (ROOT / "reports" / "many_clients_c10d.json").write_text(json.dumps(
-        {**meta, "keep_alive_s": keep_alive, "join_timeout_s": join_timeout, "rows": rows}, indent=1))
+    write("many_clients_c10d", {**meta, "keep_alive_s": keep_alive, "join_timeout_s": join_timeout,
+                                "rows": rows})
     lines = ["# torch's c10d handlers, many clients on one real TCPStore, against the model", "",
              f"{meta['date']}, {meta['machine']}, Python {meta['python']}, torch {meta['torch']}, "
              f"libuv store in a process of its own; {meta['procs']} client processes, each running "
@@ -152,11 +152,8 @@ def main():
                     help="c10d: keep the torch runs of reports/many_clients_c10d.json, redo the model")
     a = ap.parse_args()
     if a.protocol == "c10d":
-        import torch
         procs = a.procs or 4
-        meta = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
-                "date": time.strftime("%Y-%m-%d %H:%M"), "procs": procs,
-                "torch": torch.__version__, "python": platform.python_version()}
+        meta = environment(procs=procs)
         saved = None
         if a.remodel:
             old = json.loads((ROOT / "reports" / "many_clients_c10d.json").read_text())
@@ -176,9 +173,8 @@ def main():
         r["sim_wall_s"], r["sim_ops"] = s["wall_s"], s["ops"]
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
         rows.append(r)
-    meta = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
-            "date": time.strftime("%Y-%m-%d %H:%M"), "procs": a.procs}
-    (ROOT / "reports" / "many_clients.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
+    meta = environment(procs=a.procs)
+    write("many_clients", {**meta, "rows": rows})
     lines = ["# Many clients on one real TCPStore", "",
              f"{meta['date']}, {meta['machine']}, torch 2.13 CPU, libuv store in a process of its "
              f"own; {a.procs} client processes, each running N/{a.procs} nodes as threads, every "

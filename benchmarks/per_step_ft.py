@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -21,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 
 # the per-step job's assumptions (docs/per-step.md): a 405B model's training state (bf16
 # weights and gradients, fp32 master weights and Adam moments: 16 bytes a parameter), healed
@@ -178,7 +177,7 @@ def main() -> None:
         r = json.loads((out / "per_step_ft.json").read_text())
         r.setdefault("duration", 4665600.0)
         figure(r, out / "figures" / "per_step_ft.png")
-        (out / "per_step_ft.md").write_text(report(r))
+        write("per_step_ft", r, report(r), folder=out)
         print(report(r))
         return
     work = Path("runs/per_step_ft")
@@ -193,15 +192,11 @@ def main() -> None:
         futs = {n: pool.submit(one, n, s, a.scenario, work) for n, s in todo.items()}
         results = {n: f.result() for n, f in futs.items()}
     results = dict(sorted({**before, **results}.items(), key=lambda kv: _order(kv[0])))
-    import rdzv_sim
     from rdzv_sim.scenario.load import load
     duration = load(a.scenario, a.sets).duration
-    r = {"scenario": a.scenario, "sets": a.sets, "duration": duration, "date": time.strftime("%Y-%m-%d"),
-         "machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version(),
-         "rdzv_sim": getattr(rdzv_sim, "__version__", ""), "cases": results}
-    (out / "per_step_ft.json").write_text(json.dumps(r, indent=1) + "\n")
+    r = environment(scenario=a.scenario, sets=a.sets, duration=duration, cases=results)
     figure(r, out / "figures" / "per_step_ft.png")
-    (out / "per_step_ft.md").write_text(report(r))
+    write("per_step_ft", r, report(r), folder=out)
     print(report(r))
 
 

@@ -10,13 +10,11 @@ Usage: python benchmarks/rank_orders.py [--scenario NAME] [--set key=value ...]
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 
 import rdzv_sim
 
@@ -74,11 +72,8 @@ def main():
     args = ap.parse_args()
     sets = args.sets if args.sets is not None else (
         ["fidelity=aggregate", "shards.policies=[hrw,modulo]"] if args.scenario == "llama3-54d" else [])
-    r = {"scenario": args.scenario, "sets": sets, "results": measure(args.scenario, sets),
-         "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
-         "python": platform.python_version(), "rdzv_sim": "local", "date": time.strftime("%Y-%m-%d %H:%M")}
-    (ROOT / "reports" / "rank_orders.json").write_text(json.dumps(r, indent=1) + "\n")
-    (ROOT / "reports" / "rank_orders.md").write_text(report(r))
+    r = environment(scenario=args.scenario, sets=sets, results=measure(args.scenario, sets))
+    write("rank_orders", r, report(r))
     print(report(r))
 
 

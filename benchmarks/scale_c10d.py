@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -22,6 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 SIZES = (256, 1024, 2048, 4096, 10000)
 PROTOCOLS = ("c10d", "hrw", "static")
 CRASH_AT, NOTICE = 300.0, 600.0
@@ -171,14 +170,10 @@ def main():
     for extra in a.add_sweep:
         sweep = [r for r in sweep if r.get("extra") != extra] + [run_one("c10d", 2048, extra, a.budget)]
         print(json.dumps(sweep[-1]), flush=True)
-    import numpy, pandas, simpy
     kept = [r for r in old.get("rows", []) if (r["protocol"], r["n"]) not in {(x["protocol"], x["n"]) for x in rows}]
-    out = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores, one core per run",
-           "date": time.strftime("%Y-%m-%d %H:%M"), "python": platform.python_version(),
-           "versions": {"simpy": simpy.__version__, "numpy": numpy.__version__, "pandas": pandas.__version__},
-           "budget_s": a.budget, "rows": sorted(kept + rows, key=lambda r: (PROTOCOLS.index(r["protocol"]), r["n"])),
-           "sweep": sweep}
-    path.write_text(json.dumps(out, indent=1) + "\n")
+    out = environment(budget_s=a.budget, note="one core per run", sweep=sweep,
+                      rows=sorted(kept + rows, key=lambda r: (PROTOCOLS.index(r["protocol"]), r["n"])))
+    write("scale_c10d", out)
     write_md(out)
     print(f"wrote {path} and reports/scale_c10d.md")
 
@@ -258,7 +253,7 @@ def write_md(out: dict) -> None:
             L.append(f"| {r['n']} | {r['keep_alive_s']:g} | {ts} | {t['cas']:,} | {ms} | {m['store_ops']:,} |")
     L += ["", "![crash to training against N](figures/scale_c10d.png)", ""]
     L += READING
-    (ROOT / "reports" / "scale_c10d.md").write_text("\n".join(L) + "\n")
+    write("scale_c10d", out, "\n".join(L))
     figure(rows)
 
 

@@ -9,14 +9,12 @@ Usage: python benchmarks/scaling.py
 """
 from __future__ import annotations
 
-import json
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 
 import rdzv_sim  # noqa: E402
 from rdzv_sim.trace import details  # noqa: E402
@@ -101,10 +99,7 @@ def main():
                 good.append({"protocol": p, "n": n, "mtbf_days": mtbf, "goodput": statistics.mean(g),
                              "seeds": g})
                 print(good[-1], flush=True)
-    meta = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
-            "date": time.strftime("%Y-%m-%d %H:%M"), "wall_s": time.time() - t0}
-    (ROOT / "reports" / "scaling.json").write_text(json.dumps({**meta, "rounds": rows, "goodput": good},
-                                                              indent=1))
+    meta = environment(wall_s=time.time() - t0)
     figure(rows, ROOT / "reports" / "figures" / "scaling.png")
     lines = ["# Scaling: rendezvous cost against N, goodput against size and MTBF", "",
              f"{meta['date']}, {meta['machine']}, simulated (per-operation), "
@@ -133,7 +128,7 @@ def main():
               "is run at 16 and 32 nodes only: at 64 and more, under failure churn, its 1 s "
               "polling while a round cannot complete is simulated call by call and a run takes "
               "minutes (to be aggregated like its heartbeats)."]
-    (ROOT / "reports" / "scaling.md").write_text("\n".join(lines) + "\n")
+    write("scaling", {**meta, "rounds": rows, "goodput": good}, "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import statistics
 import tempfile
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, read, write  # noqa: E402
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 from elastic_demo import Demo, _steps
@@ -99,7 +99,7 @@ def main():
     ap.add_argument("--render", action="store_true", help="rewrite the report from reports/sigterm.json")
     a = ap.parse_args()
     if a.render:
-        out = json.loads((ROOT / "reports" / "sigterm.json").read_text())
+        out = read("sigterm")
         return render(out)
     rows, sims = [], []
     for i in range(a.repeats):
@@ -110,11 +110,8 @@ def main():
     for case in CASES:
         for b in ("hrw", "c10d"):
             sims.append(simulated(b, case))
-    import torch
-    out = {"machine": f"{platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-           "date": time.strftime("%Y-%m-%d %H:%M"), "python": platform.python_version(),
-           "torch": torch.__version__, "repeats": a.repeats, "rows": rows, "simulated": sims}
-    (ROOT / "reports" / "sigterm.json").write_text(json.dumps(out, indent=1) + "\n")
+    out = environment(repeats=a.repeats, rows=rows, simulated=sims)
+    write("sigterm", out)
     render(out)
 
 
@@ -165,7 +162,7 @@ def render(out: dict) -> None:
           "shut down: that, and the survivors' own worker restarts, are the 2-3 s the simulation "
           "does not have. A SIGTERMed hrw agent takes ~6 s to exit (c10d's ~1 s): the plugin's "
           "watcher thread finishes its store wait slice (at most 5 s) before the interpreter exits."]
-    (ROOT / "reports" / "sigterm.md").write_text("\n".join(L) + "\n")
+    write("sigterm", out, "\n".join(L))
     print("\n".join(L))
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import sys
 import time
@@ -24,6 +22,7 @@ from pathlib import Path
 import simpy
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 
 import rdzv_sim  # noqa: E402
 from rdzv_sim.trace import details  # noqa: E402
@@ -117,9 +116,7 @@ def main():
     agg = [one_round("hrw", n, "aggregate") for n in (100, 1000, 2048, 10000)]
     hrw10k = next(r for r in rows if r["protocol"] == "hrw" and r["n"] == 10000)
     bare = bare_simpy(hrw10k["events"])
-    out = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores, one core used",
-           "date": time.strftime("%Y-%m-%d %H:%M"), "python": platform.python_version(),
-           "simpy": simpy.__version__, "bare_simpy_s": bare, "rows": rows, "aggregate": agg}
+    out = environment(note="one core used", bare_simpy_s=bare, rows=rows, aggregate=agg)
     prev = ROOT / "reports" / "sim_speed.json"
     old = json.loads(prev.read_text()) if prev.exists() else {}
     runs = {r.get("fidelity", "per_operation"): r for r in old.get("llama3_54d_runs", [])}
@@ -130,7 +127,6 @@ def main():
         runs["per_operation"] = llama("per_operation")
         print(runs["per_operation"], flush=True)
     out["llama3_54d_runs"] = [runs[k] for k in ("per_operation", "aggregate") if k in runs]
-    prev.write_text(json.dumps(out, indent=1))
     write_md(out)
 
 
@@ -204,7 +200,7 @@ def write_md(out: dict) -> None:
             lines += ["", f"Per-operation cost: {per['sim_events'] / per['rounds_completed'] / 2048:.1f} "
                       "SimPy events per node and round (the protocol's store calls and watches, "
                       "one event to release a round's process-group init)."]
-    (ROOT / "reports" / "sim_speed.md").write_text("\n".join(lines) + "\n")
+    write("sim_speed", out, "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import signal
 import subprocess
@@ -30,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from elastic_demo import ADDRS, Demo, DemoFailed, _kill_tree, _steps
+from bench_io import environment, write  # noqa: E402
 
 KINDS = ("kill", "stop", "partition", "terminate")
 RECOVER_S = 90.0        # a fault over -> training at world size 3 again (else: a hang)
@@ -214,13 +213,6 @@ def round_problems(events: pd.DataFrame) -> list[str]:
     return [str(v) for v in members_agree(events) + ranks_are_a_permutation(events)]
 
 
-def machine() -> dict:
-    import torch
-    return {"machine": f"{platform.node()} {platform.processor() or platform.machine()}, "
-                       f"{os.cpu_count()} cores", "python": platform.python_version(),
-            "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M")}
-
-
 def report(r: dict, env: dict) -> str:
     lines = ["# Soak: the hrw torchrun plugin under random faults, for real", "",
              f"{env['date']}, {env['machine']}, Python {env['python']}, torch {env['torch']} (gloo). "
@@ -268,12 +260,12 @@ def main(argv=None) -> int:
     except DemoFailed as e:
         print(f"soak: {e}", file=sys.stderr)
         return 1
-    env = machine()
+    env = environment()
     text = report(r, env)
     print(text)
     if a.report:
-        Path(a.report).write_text(text)
-        Path(a.report).with_suffix(".json").write_text(json.dumps(env | r, indent=1))
+        path = Path(a.report)
+        write(path.stem, env | r, text, folder=path.parent)
     return 1 if r["problems"] else 0
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, read, write  # noqa: E402
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 from elastic_demo import Demo, EtcdDemo, FailoverDemo, _steps
@@ -126,7 +126,7 @@ def main():
         cases = [tuple(a.only.split(":"))]
         if cases[0] not in CASES:
             sys.exit(f"--only {a.only}: expected one of {', '.join(b + ':' + s for b, s in CASES)}")
-        old = json.loads((ROOT / "reports" / "store_failure.json").read_text())
+        old = read("store_failure")
         rows = [r for r in old["rows"] if (r["backend"], r["store"]) != cases[0]]
     for _ in range(a.repeats):
         for backend, store in cases:
@@ -135,12 +135,9 @@ def main():
     sims = [simulated(p, s) for p, s in (("c10d", "tcpstore"), ("hrw", "tcpstore"),
                                          ("c10d", "etcd"), ("hrw", "etcd"), ("hrw", "failover"))]
     sims += [simulated("hrw", s, 2048) for s in ("tcpstore", "etcd", "failover")]
-    import torch
     merged = f" (the {a.only} row; the other real rows from the run of {old['date']})" if a.only else ""
-    out = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
-           "date": time.strftime("%Y-%m-%d %H:%M") + merged, "python": platform.python_version(),
-           "torch": torch.__version__, "repeats": a.repeats, "rows": rows, "simulated": sims}
-    (ROOT / "reports" / "store_failure.json").write_text(json.dumps(out, indent=1) + "\n")
+    out = environment(repeats=a.repeats, rows=rows, simulated=sims)
+    out["date"] += merged
     L = ["# The store's host dies during training", "",
          f"{out['date']}, {out['machine']}, Python {out['python']}, torch {out['torch']} (gloo), "
          f"etcd 3.4 (Debian). `python benchmarks/store_failure.py --repeats {a.repeats}`. Real: three torchrun agents "
@@ -180,7 +177,7 @@ def main():
           "pointed at the old endpoint does not find the successor: grow the job back by "
           "pointing newcomers at it (docs/stores.md). "
           "At 2,048 hosts failover and etcd re-form at the same time: the survivors do not stop training for a lost store (torchrun's workers do not use it), so they notice host 0's death when NCCL's collective times out (600 s), then rendezvous on the successor's store in its 30 s last call and start workers (60 s); where host 0's processes are killed rather than vanish (the real runs above), the peers notice at once."]
-    (ROOT / "reports" / "store_failure.md").write_text("\n".join(L) + "\n")
+    write("store_failure", out, "\n".join(L))
     print("\n".join(L))
 
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+from bench_io import environment, write  # noqa: E402
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 import rdzv_sim  # noqa: E402
@@ -97,11 +96,8 @@ def main():
             rows.append({"backend": b, "metric": key, "real_median": real,
                          "real_all": [round(r[key], 2) for r in rs], "sim_median": sim,
                          "rel_err": err(sim, real)})
-    out = {"machine": f"{platform.node()} {platform.processor() or platform.machine()}, "
-                      f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d %H:%M"),
-           "repeats": a.repeats, "worker_start_s": worker_start, "process_start_s": process_start,
-           "rows": rows}
-    (ROOT / "reports" / "torchrun_elastic.json").write_text(json.dumps(out, indent=1))
+    out = environment(repeats=a.repeats, worker_start_s=worker_start, process_start_s=process_start,
+                      rows=rows)
     lines = ["# torchrun elastic demo: hrw vs torch's c10d, real and simulated", "",
              f"{out['date']}, {out['machine']}, torch 2.13 CPU (gloo), {a.repeats} real runs per "
              "backend, run one after the other in one process (`python benchmarks/torchrun_elastic.py`).",
@@ -126,7 +122,7 @@ def main():
               "round until its keep-alive expires (3 x 5 s), so the survivors' rejoin waits for "
               "dead-node removal; hrw starts a fresh round at once (the survivor that rejoins "
               "first ends the old round)."]
-    (ROOT / "reports" / "torchrun_elastic.md").write_text("\n".join(lines) + "\n")
+    write("torchrun_elastic", out, "\n".join(lines))
     print("\n".join(lines))
 
 
