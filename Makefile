@@ -19,8 +19,7 @@ demo: $(STAMP)
 
 # the whole suite: the simulated tests on both cores, then the real ones (processes, stores) alone
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not real" -n 2 --durations=20
-	$(BIN)/python -m pytest -m real --durations=20
+	$(BIN)/python -m pytest -n 2 --durations=20
 
 # the inner loop of a protocol change (a few minutes): no real processes, no slow tests, few examples
 check: $(STAMP)
