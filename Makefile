@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/rdzv-sim run quickstart --out runs/quickstart
 
-# the whole suite: the simulated tests on both cores, then the real ones (processes, stores) alone
+# the whole suite, two tests at a time: real (processes, stores) and simulated side by side
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --durations=20
 
