@@ -209,7 +209,7 @@ def _known_protocol(where: str, protocol) -> None:
                               "before building the strategy)")
 
 
-def scenarios(protocol: str = "hrw", nodes=st.integers(1, 8), faults=None, horizon: float = 200.0,
+def scenarios(protocol: str = "hrw", nodes=st.integers(1, 12), faults=None, horizon: float = 200.0,
               settings: dict | None = None, store=None) -> st.SearchStrategy:
     """A validated Scenario with generated cluster, settings and faults.
 
@@ -224,7 +224,7 @@ def scenarios(protocol: str = "hrw", nodes=st.integers(1, 8), faults=None, horiz
     _known_protocol("scenarios", protocol)
     if not isinstance(nodes, st.SearchStrategy):
         raise InvalidArgument(f"scenarios(nodes={nodes!r}): give a strategy of host counts, "
-                              "e.g. nodes=st.integers(1, 8) or st.just(4)")
+                              "e.g. nodes=st.integers(1, 12) or st.just(4)")
     if not (faults is None or callable(faults) or isinstance(faults, st.SearchStrategy)):
         raise InvalidArgument(f"scenarios(faults={faults!r}): give a strategy of fault lists or a "
                               "function of the node count, e.g. faults=lambda n: fault_schedules(n)")

@@ -44,3 +44,14 @@ def test_a_failure_prints_its_replay_command(tmp_path):
     r, _ = run(tmp_path, 5, fail=True)
     assert r.returncode == 1
     assert "--hypothesis-seed=5" in r.stdout and "test_probe" in r.stdout
+
+
+def test_the_default_scenarios_reach_multi_digit_clusters_and_staggered_starts():
+    """Rules that sort names or count past a digit, or that compare start times, need inputs that
+    can tell them from a near miss: ten hosts or more, joins that do not all come at once."""
+    from hypothesis import find, settings
+    from rdzv_sim.testing import scenarios
+    quick = settings(database=None, max_examples=2000)
+    big = find(scenarios("hrw"), lambda sc: sc.cluster.nodes >= 10, settings=quick)
+    assert big.cluster.nodes >= 10
+    assert find(scenarios("hrw"), lambda sc: sc.cluster.start_spread > 0, settings=quick)
