@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import xxhash
 
 from . import spec
 
@@ -21,10 +22,43 @@ CHUNK_ELEMENTS = 1 << 15
 
 
 def hash_keys(keys, seed: int = 0) -> np.ndarray:
-    """xxh3_64 of each key's canonical bytes, as uint64."""
+    """xxh3_64 of each key's canonical bytes, as uint64. An integer array is hashed in one numpy
+    pass (`hash_ints`); strings and bytes one call each to xxhash, without the per-key type
+    dispatch."""
     if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu":
-        keys = keys.tolist()
+        return hash_ints(keys, seed)
+    h, sd = xxhash.xxh3_64_intdigest, seed & spec.MASK64
+    if isinstance(keys, list) and all(type(k) is bytes for k in keys):
+        return np.fromiter((h(k, sd) for k in keys), dtype=np.uint64, count=len(keys))
+    if isinstance(keys, list) and all(type(k) is str for k in keys):
+        return np.fromiter((h(k.encode("utf-8"), sd) for k in keys), dtype=np.uint64, count=len(keys))
     return np.fromiter((spec.hash64(k, seed) for k in keys), dtype=np.uint64, count=len(keys))
+
+
+# xxh3_64 of exactly 8 bytes (XXH3_len_4to8 of xxhash's xxh3.h): the 16 bytes of its default
+# secret that this length reads, and rrmxmx's constant. tests/hrw/test_spec.py holds it to
+# xxhash on every seed class.
+_SECRET_8_24 = 0x1CAD21F72C81017C ^ 0xDB979083E96DD4DE
+_RRMXMX = U64(0x9FB21C651E98DF25)
+_LO32 = U64(0xFFFFFFFF)
+
+
+def hash_ints(keys: np.ndarray, seed: int = 0) -> np.ndarray:
+    """xxh3_64 of each integer's 8 little-endian bytes (`spec.to_bytes`), as uint64."""
+    k = np.asarray(keys)
+    if k.dtype.kind == "i":
+        k = k.astype(np.int64, copy=False).view(np.uint64)
+    else:
+        k = k.astype(np.uint64, copy=False)
+    sd = seed & spec.MASK64
+    sd ^= int.from_bytes((sd & 0xFFFFFFFF).to_bytes(4, "little"), "big") << 32
+    bitflip = U64((_SECRET_8_24 - sd) & spec.MASK64)
+    h = ((k >> U64(32)) + ((k & _LO32) << U64(32))) ^ bitflip
+    h ^= ((h << U64(49)) | (h >> U64(15))) ^ ((h << U64(24)) | (h >> U64(40)))
+    h *= _RRMXMX
+    h ^= (h >> U64(35)) + U64(8)
+    h *= _RRMXMX
+    return h ^ (h >> U64(28))
 
 
 def fmix64_(a: np.ndarray, tmp: np.ndarray | None = None) -> np.ndarray:

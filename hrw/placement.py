@@ -51,16 +51,18 @@ class Placement:
             for n, b in zip(nodes, raw):
                 (dup.append(n) if b in seen else seen.add(b))
             raise ValueError(f"duplicate node ids: {dup[:5]}")
-        hashes = [spec.hash64(b, seed) for b in raw]
-        order = sorted(range(len(nodes)), key=lambda i: (hashes[i], raw[i]))
+        hashes = kernels.hash_keys(raw, seed)
+        order = np.argsort(hashes, kind="stable").tolist()
+        self._exact_ties = len(np.unique(hashes)) != len(hashes)   # 64-bit collision:
+        if self._exact_ties:                                        # sort exactly
+            order = sorted(range(len(nodes)), key=lambda i: (int(hashes[i]), raw[i]))
         self.seed = int(seed)
         self._nodes = tuple(nodes[i] for i in order)
-        self._hashes = np.array([hashes[i] for i in order], dtype=np.uint64)
+        self._hashes = hashes[order]
         self._given = None if ws is None else np.array([ws[i] for i in order])
         # equal weights own exactly as unweighted (spec), so they take the faster path
         self._weights = None if ws is None or len(set(ws)) == 1 else self._given
         self._index = {raw[i]: j for j, i in enumerate(order)}
-        self._exact_ties = len(set(hashes)) != len(hashes)   # 64-bit collision: sort exactly
         self._id_array = None
 
     # --- introspection -------------------------------------------------------------

@@ -18,18 +18,25 @@ from hrw import Assignment, Placement, kernels
 
 
 class Ring:
-    """A consistent-hash ring with `vnodes` points per node (xxh3 of "node#i")."""
+    """A consistent-hash ring with `vnodes` points per host (xxh3 of "host#i"), for every host a
+    run has: each host's points are hashed and sorted once; a round's ring is its members'."""
 
-    def __init__(self, nodes, vnodes: int, seed: int = 0):
-        pts = [(kernels.hash_keys([f"{n}#{i}" for i in range(vnodes)], seed), n) for n in nodes]
-        h = np.concatenate([p for p, _ in pts])
-        owner = np.repeat(np.arange(len(nodes)), vnodes)
+    def __init__(self, hosts, vnodes: int, seed: int = 0):
+        self.hosts = sorted(hosts)
+        self.index = {h: i for i, h in enumerate(self.hosts)}
+        h = kernels.hash_keys([f"{n}#{i}" for n in self.hosts for i in range(vnodes)], seed)
         order = np.argsort(h, kind="stable")
-        self.points, self.owner, self.nodes = h[order], owner[order], list(nodes)
+        self.points = h[order]
+        self.owner = np.repeat(np.arange(len(self.hosts)), vnodes)[order]
+        self.names = np.asarray(self.hosts, dtype=object)
 
-    def owners(self, key_hashes: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(self.points, key_hashes) % len(self.points)
-        return np.asarray(self.nodes, dtype=object)[self.owner[i]]
+    def owners(self, members, key_hashes: np.ndarray) -> np.ndarray:
+        """Each key's owner on the ring of `members` alone."""
+        on = np.zeros(len(self.hosts), dtype=bool)
+        on[[self.index[m] for m in members]] = True
+        keep = on[self.owner]
+        points, owner = self.points[keep], self.owner[keep]
+        return self.names[owner[np.searchsorted(points, key_hashes) % len(points)]]
 
 
 def fair_share_moved(k: int, before: set, after: set) -> int:
@@ -42,8 +49,13 @@ def fair_share_moved(k: int, before: set, after: set) -> int:
 def ranked_by_round(events: pd.DataFrame) -> dict:
     """Round -> {name: node rank} of those that learned their rank in it, in rank order."""
     ranked = events[events["event"] == "rank_assigned"]
-    return {r: dict(zip(g["node"], g["rank"].astype(int)))
-            for r, g in ranked.sort_values("rank", kind="stable").groupby("round")}
+    rnd, rank = ranked["round"].to_numpy(dtype=np.int64), ranked["rank"].to_numpy(dtype=np.int64)
+    order = np.lexsort((rank, rnd))                       # by round, then rank (stable)
+    rnd, rank = rnd[order], rank[order].tolist()
+    nodes = ranked["node"].to_numpy(dtype=object)[order].tolist()
+    cuts = np.flatnonzero(np.diff(rnd)) + 1
+    starts, ends = [0, *cuts.tolist()], [*cuts.tolist(), len(rnd)]
+    return {int(rnd[a]): dict(zip(nodes[a:b], rank[a:b])) for a, b in zip(starts, ends) if b > a}
 
 
 def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies,
@@ -62,11 +74,12 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     kh = kernels.hash_keys(keys, seed)
     by_round = ({} if "modulo" not in policies else
                 ranked if ranked is not None else ranked_by_round(events))
+    split = [m.split(",") for m in rounds["members"]]
+    ring = Ring({n for names in split for n in names}, vnodes, seed) if "ring" in policies else None
     prev_members: set | None = None
     prev: dict[str, np.ndarray] = {}
     assignment = None
-    for rnd, members in zip(rounds["round"], rounds["members"]):
-        names = members.split(",")
+    for rnd, names in zip(rounds["round"], split):
         by_rank = list(by_round.get(rnd, {}))
         now: dict[str, np.ndarray] = {}
         for p in policies:
@@ -79,7 +92,7 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
             elif p == "modulo":
                 now[p] = np.asarray(by_rank, dtype=object)[keys % len(by_rank)]
             else:
-                now[p] = Ring(sorted(names), vnodes, seed).owners(kh)
+                now[p] = ring.owners(names, kh)
             moved = 0 if p not in prev else int((prev[p] != now[p]).sum())
             out[f"shards_moved_{p}"].append(moved)
         out["shards_moved_fair_share"].append(fair_share_moved(count, prev_members or set(), set(names)))

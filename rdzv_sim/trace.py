@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from array import array
+from itertools import accumulate
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,8 +101,13 @@ class Tracer:
         if rnd is not None:
             rnd += self.round_offset
             self.max_round = max(self.max_round, rnd)
+        known = self._name_ix
+        try:
+            ix = [known[x] for x in nodes]
+        except KeyError:
+            ix = [self._ix(known, self.names, x) for x in nodes]
         self.t.extend(t)
-        self.node.extend(self._ix(self._name_ix, self.names, x) for x in nodes)
+        self.node.extend(ix)
         self.event.extend([ev] * n)
         self.round.extend([NA if rnd is None else rnd] * n)
         self.rank.extend([NA] * n if ranks is None else ranks)
@@ -110,9 +116,10 @@ class Tracer:
         if details is None:
             ends.extend([len(buf)] * n)
         else:
-            for d in details:
-                buf += d.encode()
-                ends.append(len(buf))
+            encoded = [d.encode() for d in details]
+            start = len(buf)
+            ends.extend([start + e for e in accumulate(map(len, encoded))])
+            buf += b"".join(encoded)
 
     def __len__(self) -> int:
         return len(self.t)

@@ -15,7 +15,6 @@ first running moments.
 """
 from __future__ import annotations
 
-import json
 import math
 
 from ..protocols.agent import out_of_restarts, uses_a_restart
@@ -108,7 +107,7 @@ class AggregateJob(Simulation):
                   detail={"members": f.listed, "count": nn, "holes": 0})
         tr.record_many(f.t_rank, f.members, "rank_assigned", r, ranks=f.ranks, world_size=world,
                        details=[f'{{"digest":"{f.digest}","first_rank":{k * nproc},"latency":'
-                                f'{json.dumps(tk - t0)},"master":"{f.master}","nnodes":{nn}}}'
+                                f'{float(tk - t0)!r},"master":"{f.master}","nnodes":{nn}}}'
                                 for k, tk, t0 in zip(f.ranks, f.t_rank, f.started)])
         a = self.sc.agent
         t_ws = max(f.t_rank) + a.worker_start + a.worker_start_per_node * nn

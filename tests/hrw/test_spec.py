@@ -73,3 +73,24 @@ def test_golden_cases_every_path():
         assert [p.owner(k) for k in keys] == owners
         assert [list(r) for r in p.owners(keys, k=3)] == top3
         assert [p.top_k(k, 3) for k in keys] == top3
+
+
+@pytest.mark.parametrize("seed", [0, 1, 0xFFFFFFFF, 12345, 2**63 + 7, 2**64 - 1, -3])
+def test_integer_keys_hash_in_one_numpy_pass_as_xxh3_does(seed):
+    """`hash_ints` is xxh3_64 of 8 bytes written out in numpy: xxhash itself is the oracle."""
+    rng = np.random.default_rng(seed & 0xFFFF)
+    signed = np.concatenate([np.array([0, 1, -1, 2**62, -2**63, 2**63 - 1], dtype=np.int64),
+                             rng.integers(-2**63, 2**63 - 1, 5000, dtype=np.int64)])
+    want = np.array([spec.hash64(int(k), seed) for k in signed], dtype=np.uint64)
+    assert (kernels.hash_keys(signed, seed) == want).all()
+    unsigned = signed.view(np.uint64)                 # the same 8 bytes, read unsigned
+    assert (kernels.hash_keys(unsigned, seed) == want).all()
+    small = np.arange(300, dtype=np.int32)
+    assert (kernels.hash_keys(small, seed) == [spec.hash64(int(k), seed) for k in small]).all()
+
+
+def test_string_keys_hash_as_the_spec_does():
+    keys = ["node0#1", "", "ünï", "x" * 300]
+    assert kernels.hash_keys(keys, 9).tolist() == [spec.hash64(k, 9) for k in keys]
+    mixed = ["a", 5, b"b"]
+    assert kernels.hash_keys(mixed, 9).tolist() == [spec.hash64(k, 9) for k in mixed]
