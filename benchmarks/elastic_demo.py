@@ -130,12 +130,12 @@ class Demo:
         return t
 
     def start_job(self, steps: int = 10) -> None:
-        """The store and agents A, B and C, until rank 0 has trained `steps` steps at world 3."""
+        """The store and agents A, B and C, until rank 0 has trained `steps` steps at world 3 and
+        says it saved a checkpoint (a step logs the last one saved before it)."""
         self.start_store()
         for name, addr in zip("ABC", ADDRS):
             self.start_agent(name, addr)
-        self.until(f"{steps} steps at world 3",
-                   lambda s: sum(x["world"] == 3 and x["rank"] == 0 for x in s) >= steps)
+        self.until(f"{steps} steps and a checkpoint at world 3", trained(steps))
 
     def kill_workers(self, name: str) -> None:
         """SIGKILL agent `name`'s workers, not the agent: its own restart policy decides."""
@@ -199,8 +199,7 @@ class Demo:
             t_start = time.time()
             for name, addr in zip("ABC", ADDRS):
                 self.start_agent(name, addr)
-            self.until("10 steps at world size 3",
-                       lambda s: sum(1 for x in s if x["world"] == 3 and x["rank"] == 0) >= 10)
+            self.until("10 steps and a checkpoint at world size 3", trained(10))
             t_first = min(x["t"] for x in _steps(self.log))
             t_kill = self.kill("C")
             s = self.until("5 steps at world size 2",
@@ -313,6 +312,13 @@ def segments(steps: list[dict]) -> list[dict]:
     for s in out:
         del s["key"]
     return out
+
+
+def trained(steps: int):
+    """Rank 0 has trained `steps` steps at world 3 and saved a checkpoint (a step logs the last
+    one saved before it): a kill after this resumes from it, however slow the machine."""
+    return lambda s: (sum(x["world"] == 3 and x["rank"] == 0 for x in s) >= steps
+                      and any(x["world"] == 3 and x["rank"] == 0 and (x["ckpt"] or 0) > 0 for x in s))
 
 
 def run_demo(backend: str, workdir, **kw) -> dict:

@@ -74,9 +74,8 @@ class Assignment:
             raise ValueError("an Assignment cannot change its placement's seed")
         old_set, new_set = set(old.nodes), set(new.nodes)
         kept = old_set & new_set
-        reweighted = any(
-            (old.weights or {}).get(n, 1.0) != (new.weights or {}).get(n, 1.0) for n in kept
-        )
+        ow, nw = old.weights or {}, new.weights or {}
+        reweighted = bool(ow or nw) and any(ow.get(n, 1.0) != nw.get(n, 1.0) for n in kept)
         before = self._owner.copy()
         self.placement = new
         if reweighted or new._exact_ties or (old._weights is None) != (new._weights is None):

@@ -45,7 +45,8 @@ class Placement:
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         ws = _check_weights(nodes, weights)
-        raw = [spec.to_bytes(n) for n in nodes]
+        raw = ([n.encode("utf-8") for n in nodes] if all(type(n) is str for n in nodes)
+               else [spec.to_bytes(n) for n in nodes])
         if len(set(raw)) != len(raw):
             seen, dup = set(), []
             for n, b in zip(nodes, raw):

@@ -15,6 +15,7 @@ holes (a joiner that crashes between add and set), a watch is one request.
 """
 from __future__ import annotations
 
+from bisect import insort
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +110,7 @@ class HrwRounds(RoundModel):
         super().__init__(job)
         self.fifo = Fifo(job.sc.store)
         self.joiners: dict[str, float] = {}        # name -> when its rendezvous starts
+        self.starts: list[float] | None = None     # the joiners' starts sorted (None: not kept)
         self.published: list[str] | None = None    # the store's rank order (rank_order=stable)
         self.plan = 0                              # the latest closure plan (earlier ones are void)
         self.sizes_of: dict[int, tuple] = {}       # round -> (joined, members): what clean-up deletes
@@ -125,6 +127,10 @@ class HrwRounds(RoundModel):
 
     def enter(self, names: list[str], times: list[float]) -> None:
         for name, t in zip(names, times):
+            if self.starts is not None and name not in self.joiners:
+                insort(self.starts, t)           # a job's start: thousands, one at a time
+            else:
+                self.starts = None
             self.joiners[name] = t
         if self.job.members:
             self._late(names, times[0] if len(names) == 1 else None)
@@ -132,7 +138,8 @@ class HrwRounds(RoundModel):
             self._plan()
 
     def gone(self, name: str, t: float) -> None:
-        self.joiners.pop(name, None)
+        if self.joiners.pop(name, None) is not None:
+            self.starts = None
 
     def leave(self, members: list[str], t: float) -> list[float]:
         """end_round: compare_set(round, r, r+1) by every member, then set(end); `end` wakes
@@ -144,6 +151,7 @@ class HrwRounds(RoundModel):
         job.round += 1
         for name, ts in self.joiners.items():
             self.joiners[name] = max(ts, t + 2 * job.lat[name])
+        self.starts = None
         return back.tolist()
 
     def running(self, f: Formed, t_ws: float) -> None:
@@ -161,13 +169,15 @@ class HrwRounds(RoundModel):
 
     def reset(self) -> None:
         self.fifo.free_at = self.job.env.now
-        self.joiners, self.sizes_of, self.published = {}, {}, None
+        self.joiners, self.sizes_of, self.published, self.starts = {}, {}, None, None
 
     # --- forming ---------------------------------------------------------------------------
     def _plan(self) -> None:
         """When the forming round closes (a newcomer plans again)."""
         sc = self.job.sc
-        starts = sorted(self.joiners.values())
+        if self.starts is None:
+            self.starts = sorted(self.joiners.values())
+        starts = self.starts
         if not starts:
             return
         n = len(starts)
@@ -208,6 +218,7 @@ class HrwRounds(RoundModel):
         if rt is None:                                   # too few joined in time: they give up
             self.fifo.free_at, self.fifo.ops, self.fifo.bytes = saved
             self.joiners.clear()
+            self.starts = None
             job.gave_up(now, names, "rendezvous_timeout", "fewer than min_nodes joined in time")
             return
         r = job.round
@@ -230,6 +241,7 @@ class HrwRounds(RoundModel):
                           digest(member_names), saved[1:]))
         for n in member_names:
             del self.joiners[n]
+        self.starts = None
         late = [names[j] for j in rt.late.tolist()]
         if late:
             self._late(late, float(rt.t_closed))
