@@ -108,7 +108,12 @@ def _run(sc, out, progress: bool, report: bool, csv: bool) -> None:
                       TextColumn("{task.completed:,.0f}/{task.total:,.0f} simulated s"),
                       TimeElapsedColumn(), console=err_console) as bar:
             task = bar.add_task(sc.name, total=sc.duration)
-            result = run_api(sc, progress=lambda t: bar.update(task, completed=t))
+            result = run_api(sc, progress=lambda t, rounds: bar.update(task, completed=t))
+    elif progress:
+        from .progress import ProgressLines
+        lines = ProgressLines(sc.name, sc.duration)
+        result = run_api(sc, progress=lines)
+        lines.line("writing the tables" + (" and the report" if report else ""))
     else:
         result = run_api(sc)
     try:

@@ -191,7 +191,7 @@ class AggregateJob(Simulation):
         self._requeue_if_none_left()
 
     # --- running -----------------------------------------------------------------------
-    def run(self, progress=None, slices: int = 100) -> RunStats:
+    def run(self, progress=None, slices: int = 1000) -> RunStats:
         stats = super().run(progress, slices)
         stats.store_ops, stats.store_bytes = self.model.ops, self.model.bytes
         return stats

@@ -262,16 +262,17 @@ class Simulation:
         self.trace.record(self.env.now, "network", "partition_healed", detail={"hosts": hosts})
 
     # --- running -------------------------------------------------------------------
-    def run(self, progress=None, slices: int = 100) -> RunStats:
-        """Run to the scenario's duration; `progress(t)` is called `slices` times."""
+    def run(self, progress=None, slices: int = 1000) -> RunStats:
+        """Run to the scenario's duration; `progress(t, rounds)` is called `slices` times.
+        `sim_events` counts the model's events: each slice's stop is two more steps of SimPy's."""
         t0 = time.perf_counter()
         end = self.sc.duration
         with quiet_gc():
             for i in range(1, slices + 1):
                 self.env.run(until=end * i / slices)
                 if progress is not None:
-                    progress(self.env.now)
+                    progress(self.env.now, self.trace.max_round + 1)
         return RunStats(duration=end, protocol=self.sc.protocol.name, nodes=self.sc.cluster.nodes,
-                        sim_events=self._events[0], wall_s=time.perf_counter() - t0,
+                        sim_events=self._events[0] - 2 * slices, wall_s=time.perf_counter() - t0,
                         store_ops=self.runtime.total_ops, store_bytes=self.runtime.total_bytes,
                         store_background_util_max=self.store.max_utilization)

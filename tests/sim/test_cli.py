@@ -61,6 +61,38 @@ def test_cli_run_writes_tables_and_prints_summary(tmp_path):
         len(pd.read_parquet(tmp_path / "csv" / "events.parquet")) > 0
 
 
+def test_a_run_whose_stderr_is_not_a_terminal_says_it_is_alive(tmp_path):
+    """Captured stderr (a CI log): progress lines, not a bar and not silence; --no-progress is
+    quiet."""
+    r = cli("run", "quickstart", "--out", str(tmp_path / "a"), "--set", "duration=600", "--no-report")
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert any(x.startswith("quickstart: 600 of 600 simulated s (100%)") and "rounds" in x
+               and "wall" in x for x in lines), r.stderr
+    assert lines[-1] == "quickstart: writing the tables", r.stderr
+    quiet = cli("run", "quickstart", "--out", str(tmp_path / "b"), "--set", "duration=600",
+                "--no-report", "--no-progress")
+    assert quiet.returncode == 0 and "simulated s" not in quiet.stderr, quiet.stderr
+
+
+def test_progress_lines_come_every_few_seconds_with_an_estimate_of_the_rest():
+    import io
+    from rdzv_sim.progress import ProgressLines
+    out = io.StringIO()
+    p = ProgressLines("job", 1000.0, out, every=0.0)     # every call is due
+    p(250.0, 3)
+    p(1000.0, 9)
+    first, last, built = out.getvalue().splitlines()
+    assert first.startswith("job: 250 of 1,000 simulated s (25%), 3 rounds,") and "left" in first
+    assert last.startswith("job: 1,000 of 1,000 simulated s (100%), 9 rounds,") and "left" not in last
+    assert built.startswith("job: simulated; building the tables")
+    slow = io.StringIO()
+    p = ProgressLines("job", 1000.0, slow, every=3600.0)  # none due but the end
+    p(250.0, 3)
+    p(1000.0, 9)
+    assert [x.split(":")[1].split(" of")[0].strip() for x in slow.getvalue().splitlines()[:1]] == ["1,000"]
+
+
 def test_cli_list_and_schema():
     r = cli("list")
     assert r.returncode == 0 and "quickstart" in r.stdout and "rack-failure" in r.stdout
