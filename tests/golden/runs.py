@@ -14,7 +14,13 @@ from pathlib import Path
 HERE = Path(__file__).parent
 GOLDEN = HERE / "summaries.json"
 
-SMALLER = {"rack-failure": ["cluster.nodes=64", "protocol.min_nodes=32", "protocol.max_nodes=64",
+SMALLER = {"frontier-100k": ["cluster.nodes=64", "cluster.topology.racks=4", "cluster.topology.spines=2",
+                             "protocol.min_nodes=60", "protocol.max_nodes=64", "scheduler.hot_spares=2",
+                             "duration=86400"],
+           "byterobust-9600": ["cluster.nodes=64", "cluster.topology.racks=4", "protocol.min_nodes=60",
+                               "protocol.max_nodes=64", "scheduler.hot_spares=2", "duration=604800",
+                               "shards.count=1024"],
+           "rack-failure": ["cluster.nodes=64", "protocol.min_nodes=32", "protocol.max_nodes=64",
                             "shards.count=4096"],
            "c10d-2048-crash": ["cluster.nodes=64", "cluster.topology.racks=2", "protocol.min_nodes=60",
                                "protocol.max_nodes=64"],
