@@ -1,0 +1,149 @@
+"""Frontier scale: wall time per stage (simulation, tables and accounting, report) and peak
+memory of aggregate runs from 2,048 to 32,768 hosts and one to seven days at Meta's RSC failure
+rate (the bundled frontier-100k, resized), plus the bundled frontier scenarios as they are; each
+run in a process of its own. Fits the growth exponents in hosts and in days. Writes
+reports/frontier.json and reports/frontier.md.
+
+    python benchmarks/frontier.py            # the whole grid (~15 minutes here)
+    python benchmarks/frontier.py --quick    # the two smallest points
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench_io import environment, write
+
+DAY = 86400
+PER_WEEK = 540                  # frontier-100k's interruptions in a week at 12,288 hosts
+
+
+def sets(hosts: int, days: float, protocol: str = "hrw") -> list[str]:
+    """frontier-100k resized: the same failure rate per GPU, spares and floor in proportion."""
+    count = max(1, round(PER_WEEK * hosts / 12288 * days / 7))
+    racks = max(2, hosts // 32)
+    return [f"cluster.nodes={hosts}", f"cluster.topology.racks={racks}",
+            f"cluster.topology.spines={max(2, racks // 12)}", f"protocol.name={protocol}",
+            f"protocol.min_nodes={hosts * 15 // 16}", f"protocol.max_nodes={hosts}",
+            f"scheduler.hot_spares={max(1, hosts // 192)}", f"duration={int(days * DAY)}",
+            f"random_faults.0.count={count}", f"random_faults.0.per={int(days * DAY)}"]
+
+
+def child(name: str, overrides: list[str], report: bool) -> dict:
+    from rdzv_sim.aggregate import AggregateJob
+    from rdzv_sim.result import build
+    from rdzv_sim.scenario.load import load
+    from rdzv_sim.sim.simulation import Simulation
+    t0 = time.perf_counter()
+    sc = load(name, overrides)
+    sim = AggregateJob(sc) if sc.fidelity == "aggregate" else Simulation(sc)
+    t1 = time.perf_counter()
+    stats = sim.run(None)
+    t2 = time.perf_counter()
+    r = build(sc, sim.trace, stats, sim.runtime.round_ops, sim.runtime.load, sim.runtime.load_bin)
+    t3 = time.perf_counter()
+    rep = None
+    if report:
+        from rdzv_sim.report import build as build_report
+        with tempfile.TemporaryDirectory() as d:
+            build_report(r.tables(), sc.model_dump(mode="json"), d)
+        rep = time.perf_counter() - t3
+    s = r.summary.iloc[0]
+    return {"setup_s": t1 - t0, "simulate_s": t2 - t1, "tables_s": t3 - t2, "report_s": rep,
+            "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "events": int(len(r.events)), "sim_events": int(stats.sim_events),
+            "rounds": int(s["rounds_completed"]), "ettr": float(s["ettr"]),
+            "goodput": float(s["goodput"]),
+            "interruptions": None if r.interruptions is None else int(len(r.interruptions))}
+
+
+def one(label: str, name: str, overrides: list[str], report: bool, timeout: float) -> dict:
+    t = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, __file__, "--child", name, json.dumps(overrides),
+                            str(int(report))], capture_output=True, text=True, timeout=timeout)
+        out = next((json.loads(x[7:]) for x in p.stdout.splitlines() if x.startswith("RESULT ")), None)
+        row = out or {"error": (p.stderr.strip().splitlines() or ["no result"])[-1][:300]}
+    except subprocess.TimeoutExpired:
+        row = {"error": f"over {timeout:.0f} s"}
+    row.update(label=label, scenario=name, overrides=overrides, wall_s=time.perf_counter() - t)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def slope(rows: list[dict], key: str, x: str) -> float | None:
+    pts = [(math.log(r[x]), math.log(r[key])) for r in rows if "error" not in r and r.get(key)]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    return sum((a - mx) * (b - my) for a, b in pts) / sum((a - mx) ** 2 for a, _ in pts)
+
+
+def report(out: dict) -> str:
+    rows = out["rows"]
+    L = ["# Frontier scale: aggregate runs from 2,048 to 32,768 hosts", "",
+         f"{out['date']}, {out['machine']}, Python {out['python']}, commit {out.get('commit', '?')}; "
+         "every run in a process of its own, one at a time. Stages: set-up (load and build the "
+         "world), simulation, tables (events, rounds with goodput and placement, summary), report "
+         "(HTML and figures). `python benchmarks/frontier.py`.", "",
+         "| run | hosts | days | rounds | set-up s | simulate s | tables s | report s | total s | peak GB | ETTR |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            L.append(f"| {r['label']} | {r.get('hosts', '')} | {r.get('days', '')} | | | | | | | | {r['error']} |")
+            continue
+        rep = "-" if r["report_s"] is None else f"{r['report_s']:.1f}"
+        tot = r["setup_s"] + r["simulate_s"] + r["tables_s"] + (r["report_s"] or 0)
+        L.append(f"| {r['label']} | {r.get('hosts', '')} | {r.get('days', '')} | {r['rounds']:,} | "
+                 f"{r['setup_s']:.1f} | {r['simulate_s']:.1f} | {r['tables_s']:.1f} | {rep} | "
+                 f"{tot:.1f} | {r['rss_gb']:.2f} | {r['ettr']:.3f} |")
+    L += ["", "Growth (log-log slope of wall time; 1 is linear):", ""]
+    for k, v in out["exponents"].items():
+        L.append(f"- {k}: {'-' if v is None else f'{v:.2f}'}")
+    return "\n".join(L)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", nargs=3)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--timeout", type=float, default=900)
+    a = ap.parse_args()
+    if a.child:
+        res = child(a.child[0], json.loads(a.child[1]), a.child[2] == "1")
+        print("RESULT " + json.dumps(res), flush=True)
+        return
+    grid = [(2048, 1), (4096, 1)] if a.quick else [(2048, 1), (4096, 1), (12288, 1), (32768, 1),
+                                                   (2048, 7), (12288, 7)]
+    rows = []
+    for hosts, days in grid:
+        r = one(f"hrw {hosts:,} x {days} d", "frontier-100k", sets(hosts, days), hosts <= 12288,
+                a.timeout)
+        rows.append(r | {"hosts": hosts, "days": days})
+    if not a.quick:
+        for label, name, o, days in (("c10d 2,048 x 1 d", "frontier-100k", sets(2048, 1, "c10d"), 1),
+                                     ("llama3-54d", "llama3-54d", ["fidelity=aggregate"], 54),
+                                     ("byterobust-9600", "byterobust-9600", [], 90)):
+            rows.append(one(label, name, o, True, a.timeout) | {"days": days})
+    hrw = [r for r in rows if r["label"].startswith("hrw")]
+    for r in hrw:
+        if "error" not in r:
+            r["total_s"] = r["setup_s"] + r["simulate_s"] + r["tables_s"]
+    exps = {"hosts, 1 day (simulate)": slope([r for r in hrw if r["days"] == 1], "simulate_s", "hosts"),
+            "hosts, 1 day (simulate + tables)": slope([r for r in hrw if r["days"] == 1], "total_s", "hosts"),
+            "days at 2,048 hosts": slope([r for r in hrw if r["hosts"] == 2048], "total_s", "days"),
+            "days at 12,288 hosts": slope([r for r in hrw if r["hosts"] == 12288], "total_s", "days")}
+    out = environment(rows=rows, exponents=exps)
+    write("frontier", out, report(out))
+    print(report(out))
+
+
+if __name__ == "__main__":
+    main()
