@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, NonNegativeInt,
-                      PositiveFloat, Tag)
+                      PositiveFloat, Tag, model_validator)
 
 MAX_FLAPS = 10_000                # downs of one flap (each a cut and a heal)
 
@@ -34,15 +34,23 @@ class Action:
 
 
 class After(BaseModel):
-    """A time named by what happened: `plus` seconds after every member of a round got its rank
-    (`round_complete`), started its workers (`workers_started`) or, in real runs only, brought
-    its process group up (`pg_ready`); the round is `round`, or (left out) the first round that
-    does. A job's start-up time varies (a real one's most of all); a fault meant for a formed
+    """A time named by what happened: `plus` seconds after the first agent began a rendezvous
+    (`rendezvous_start`: the job is up and talking to its store), or after every member of a
+    round got its rank (`round_complete`), started its workers (`workers_started`) or, in real
+    runs only, brought its process group up (`pg_ready`); the round is `round`, or (left out)
+    the first round that does. A job's start-up time varies (a real one's most of all); a fault meant for a formed
     round says so."""
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    after: Literal["round_complete", "workers_started", "pg_ready"]
+    after: Literal["rendezvous_start", "round_complete", "workers_started", "pg_ready"]
     round: NonNegativeInt | None = None
     plus: NonNegativeFloat = 0.0
+
+    @model_validator(mode="after")
+    def _no_round_for_the_first_start(self):
+        if self.after == "rendezvous_start" and self.round is not None:
+            raise ValueError("after: rendezvous_start is the job's first; it takes no round "
+                             "(use round_complete for a round)")
+        return self
 
     def watch(self) -> "AnchorWatch":
         return AnchorWatch(self)
@@ -50,7 +58,8 @@ class After(BaseModel):
 
 class AnchorWatch:
     """Fed a run's events in time order, says when an `After` is met (both runtimes use it)."""
-    EVENT = {"round_complete": "rank_assigned", "workers_started": "workers_started", "pg_ready": "pg_ready"}
+    EVENT = {"rendezvous_start": "rendezvous_start", "round_complete": "rank_assigned",
+             "workers_started": "workers_started", "pg_ready": "pg_ready"}
 
     def __init__(self, after: After):
         self.want, self.round, self.plus = self.EVENT[after.after], after.round, after.plus
@@ -60,6 +69,8 @@ class AnchorWatch:
 
     def feed(self, t: float, node: str, event: str, rnd, detail) -> float | None:
         """One event (`detail` a dict or None); returns the fault's start once the anchor is met."""
+        if self.met is None and self.want == "rendezvous_start" and event == self.want:
+            self.met = t
         if self.met is None and rnd is not None and (self.round is None or rnd == self.round):
             if event == "rank_assigned" and rnd not in self.members and detail:
                 self.members[rnd] = int(detail.get("nnodes", 0))

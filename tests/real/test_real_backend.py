@@ -72,14 +72,19 @@ def test_dead_store_fails_every_node_fast():
 
 
 def test_paused_store_gives_timeouts_not_hangs():
-    # paused from the start for 20 s: long enough that agents which take 10 s to import torch
-    # on a loaded machine still make calls into it and see their 4 s deadlines pass
-    sc = scenario("real-paused-store", 31, [{"kind": "store_pause", "at": 0, "duration": 20}])
-    r = run_real(sc)
+    # paused for 20 s from the first agent's first call, however long the agents took to
+    # import torch: they call into it and see their 4 s deadlines pass
+    sc = scenario("real-paused-store", 90, [{"kind": "store_pause", "duration": 20,
+                                             "at": {"after": "rendezvous_start"}}])
+    r = run_real(sc, until={"after": "round_complete", "plus": 0.5})
     ev = r.events
+    paused = ev[ev.event == "fault_store_pause"].t.min()
+    resumed = ev[ev.event == "store_resumed"].t.min()
+    assert resumed - paused == pytest.approx(20, abs=1)
     timeouts = ev[ev.event == "store_timeout"]
-    assert len(timeouts) >= 3 and (timeouts.t < 20 + 1).all()
+    assert len(timeouts) >= 3 and timeouts.t.between(paused, resumed + 1).all()
     assert r.rounds.nnodes.tolist()[-1] == 3                 # they all get in once it resumes
+    assert ev[ev.event == "rank_assigned"].t.min() > resumed
 
 
 def test_two_run_ids_on_one_store_stay_apart():
@@ -180,9 +185,10 @@ def test_torch_static_baseline_agrees_with_the_static_model():
 def test_latency_through_the_proxy_slows_the_round_as_simulated():
     """Node 1's store traffic is delayed 0.15 s each way (the proxy) while the first round
     forms: its rendezvous takes several round trips longer, and the simulator says as much.
-    The delay lasts past the agents' start (seconds here: spawn and torch's import)."""
-    sc = scenario("real-latency", 24, [{"kind": "latency", "nodes": [1], "at": 0, "delay": 0.15,
-                                        "duration": 20}], nodes=2)
+    The delay is in force from the first agent's first call until well after the round forms,
+    however long the agents took to start."""
+    sc = scenario("real-latency", 60, [{"kind": "latency", "nodes": [1], "delay": 0.15,
+                                        "at": {"after": "rendezvous_start"}, "duration": 30}], nodes=2)
     sc["protocol"]["min_nodes"] = 2
     r = run_real(sc, until={**FIRST, "plus": 0.5})
     ra = r.events[r.events.event == "rank_assigned"]

@@ -28,6 +28,19 @@ def times(r, event, rnd=None):
 
 
 @pytest.mark.parametrize("start", [0.0, 7.0, 31.5])
+def test_a_fault_can_follow_the_first_rendezvous_whatever_the_start_up_takes(start):
+    """`after: rendezvous_start`: the job's first agent began a rendezvous (no round)."""
+    pause = "  - {kind: store_pause, duration: 6, at: {after: rendezvous_start, plus: 0.5}}"
+    r = rdzv_sim.run(BASE.format(start=start, faults=pause))
+    first = times(r, "rendezvous_start").min()
+    assert first == pytest.approx(start, abs=0.5)
+    assert times(r, "fault_store_pause").tolist() == [pytest.approx(first + 0.5, abs=1e-9)]
+    assert times(r, "store_resumed").tolist() == [pytest.approx(first + 6.5, abs=1e-9)]
+    with pytest.raises(ScenarioError, match="rendezvous_start is the job's first; it takes no round"):
+        load(BASE.format(start=0, faults=pause.replace("plus: 0.5", "plus: 0.5, round: 1")))
+
+
+@pytest.mark.parametrize("start", [0.0, 7.0, 31.5])
 def test_the_fault_follows_its_anchor_whatever_the_start_up_takes(start):
     r = rdzv_sim.run(BASE.format(start=start, faults=CRASH))
     formed = times(r, "rank_assigned", 0).max()
@@ -69,8 +82,8 @@ def test_a_bad_anchor_is_refused_with_its_path(tmp_path):
     bad.write_text(BASE.format(start=0, faults="  - {kind: crash, node: 1, at: {after: round_done}}"))
     with pytest.raises(ScenarioError) as e:
         load(bad)
-    assert e.value.messages == [f"{bad}:9: faults[0].at.after: Input should be 'round_complete', "
-                                "'workers_started' or 'pg_ready'"]
+    assert e.value.messages == [f"{bad}:9: faults[0].at.after: Input should be 'rendezvous_start', "
+                                "'round_complete', 'workers_started' or 'pg_ready'"]
     with pytest.raises(ScenarioError, match=r"faults\[0\].at: .*aggregate times faults in seconds"):
         load(BASE.format(start=0, faults=CRASH), ["fidelity=aggregate"])
     with pytest.raises(ScenarioError, match="after its anchor is after the end of the run"):
