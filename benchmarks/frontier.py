@@ -107,6 +107,22 @@ def report(out: dict) -> str:
     L += ["", "Growth (log-log slope of wall time; 1 is linear):", ""]
     for k, v in out["exponents"].items():
         L.append(f"- {k}: {'-' if v is None else f'{v:.2f}'}")
+    by = {r["label"]: r for r in rows if "error" not in r}
+    week, br = by.get("hrw 12,288 x 7 d"), by.get("byterobust-9600")
+    L += ["", "## Beside the published figures", ""]
+    if week:
+        L.append(f"- **frontier-100k** (98,304 GPUs, a week, stop-the-world): ETTR {week['ettr']:.0%}. "
+                 "Meta's FT-HSDP paper (arXiv 2602.00277) reports about 44% at about 100K GPUs with a "
+                 "10-minute stall a failure, 80% with 3 minutes. The stall here is not set to 10 "
+                 "minutes: it is what the scenario's parts add up to (30 s detection, the 30 s last "
+                 "call, a restart of 60 s + 0.05 s a host = 11 minutes at 12,288 hosts, and the work "
+                 "since the last 10-minute checkpoint, 5 minutes on average), about 17 minutes, so "
+                 "a lower ETTR is what those assumptions give; none was fitted to the paper's figure.")
+    if br:
+        L.append(f"- **byterobust-9600** (9,600 GPUs, 90 days, Llama 3's failure rate per GPU-day): "
+                 f"ETTR {br['ettr']:.1%}. ByteRobust reports 97% for such a job; the gap is its own "
+                 "fast detection and in-place recovery (not modelled: here every failure is a "
+                 "stop-the-world restart of 2 minutes plus the lost work since a 15-minute checkpoint).")
     return "\n".join(L)
 
 
@@ -115,7 +131,14 @@ def main() -> None:
     ap.add_argument("--child", nargs=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--render", action="store_true", help="rewrite the report from its JSON")
     a = ap.parse_args()
+    if a.render:
+        from bench_io import read
+        out = read("frontier")
+        write("frontier", out, report(out))
+        print(report(out))
+        return
     if a.child:
         res = child(a.child[0], json.loads(a.child[1]), a.child[2] == "1")
         print("RESULT " + json.dumps(res), flush=True)
