@@ -61,6 +61,10 @@ class Assignment:
     def owners(self) -> np.ndarray:
         return self.placement._ids()[self.owner_indexes()]
 
+    def owner_hashes(self) -> np.ndarray:
+        """Each key's owner as its node hash (uint64): cheap to compare across placements."""
+        return self._owner.copy()
+
     def load(self) -> dict:
         """Keys owned by each node (every node listed, zero included)."""
         counts = np.bincount(self.owner_indexes(), minlength=len(self.placement))

@@ -89,6 +89,7 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
                 else:
                     assignment.update(Placement(names, seed=seed))
                 now[p] = assignment.owners()
+                now["hrw_hashes"] = assignment.owner_hashes()
             elif p == "modulo":
                 now[p] = np.asarray(by_rank, dtype=object)[keys % len(by_rank)]
             else:
@@ -98,9 +99,10 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
         out["shards_moved_fair_share"].append(fair_share_moved(count, prev_members or set(), set(names)))
         if "hrw" in policies:
             if "hrw" in prev:
-                newcomers = np.array(sorted(set(names) - prev_members), dtype=object)
-                gone = np.array(sorted(prev_members - set(names)), dtype=object)
-                need = np.isin(prev["hrw"], gone) | np.isin(now["hrw"], newcomers)
+                # by node hash (uint64), not name: np.isin over strings sorts Python objects
+                newcomers = kernels.hash_keys(sorted(set(names) - prev_members), seed)
+                gone = kernels.hash_keys(sorted(prev_members - set(names)), seed)
+                need = np.isin(prev["hrw_hashes"], gone) | np.isin(now["hrw_hashes"], newcomers)
                 out["shards_moved_needed"].append(int(need.sum()))
             else:
                 out["shards_moved_needed"].append(0)
