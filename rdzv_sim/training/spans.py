@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 
 # events that end a member's training: it left the round, crashed, paused or its agent exited
@@ -31,25 +32,33 @@ def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
     stops = stops.assign(key=stops["stop"]).sort_values("stop", kind="stable")
     m = pd.merge_asof(pairs, stops, left_on="t0", right_on="key", by="node", direction="forward",
                       allow_exact_matches=True)
+    # each round's members in rank order, then one pass of numpy per round (no groupby frames)
+    m = m.sort_values(["round", "rank"], kind="stable")
+    rnd = m["round"].to_numpy(dtype=np.int64)
+    t0s = m["t0"].to_numpy(dtype=float)
+    stop = m["stop"].to_numpy(dtype=float, na_value=np.nan)
+    nodes = m["node"].to_numpy(dtype=object)
+    what = m["stop_event"].to_numpy(dtype=object)
+    det = m["detail"].to_numpy(dtype=object)
+    cuts = (np.flatnonzero(np.diff(rnd)) + 1).tolist()
     rows = []
-    for rnd, g in m.groupby("round", sort=True):
-        t0_ = float(g["t0"].max())
-        g = g.sort_values("rank", kind="stable")
-        finite = g.dropna(subset=["stop"])
-        if finite.empty or float(finite["stop"].min()) >= duration:
+    for s, e in zip([0, *cuts], [*cuts, len(rnd)]):
+        t0_ = float(t0s[s:e].max())
+        st = stop[s:e]
+        if np.isnan(st).all() or float(np.nanmin(st)) >= duration:
             t1, end, reason, crashed = duration, "run_end", "", ()
         else:
-            t1 = float(finite["stop"].min())
-            first = finite[finite["stop"] == t1]
-            crashed = tuple(first.loc[first["stop_event"] == "fault_crash", "node"])
+            t1 = float(np.nanmin(st))
+            first = (s + np.flatnonzero(st == t1)).tolist()         # in rank order
+            crashed = tuple(nodes[j] for j in first if what[j] == "fault_crash")
             # a crash names the cause; else the first stop's own reason
-            pick = first[first["stop_event"] == "fault_crash"] if crashed else first
-            end = str(pick["stop_event"].iloc[0])
-            det = pick["detail"].iloc[0]
-            d = json.loads(det) if isinstance(det, str) and det else {}
+            pick = next(j for j in first if what[j] == "fault_crash") if crashed else first[0]
+            end = str(what[pick])
+            d = json.loads(det[pick]) if isinstance(det[pick], str) and det[pick] else {}
             reason = str(d.get("cause", d.get("reason", "")))
         if t1 <= t0_:
             continue
-        rows.append({"round": int(rnd), "t0": t0_, "t1": t1, "hosts": len(g),
-                     "members": tuple(g["node"]), "end": end, "reason": reason, "crashed": crashed})
+        rows.append({"round": int(rnd[s]), "t0": t0_, "t1": t1, "hosts": e - s,
+                     "members": tuple(nodes[s:e].tolist()), "end": end, "reason": reason,
+                     "crashed": crashed})
     return pd.DataFrame(rows, columns=COLUMNS)
