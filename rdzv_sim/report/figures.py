@@ -6,7 +6,6 @@ Large clusters are aggregated (counts over time instead of one line per node), s
 from __future__ import annotations
 
 import io
-import json
 
 import matplotlib
 
@@ -26,12 +25,18 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+SPAN_EVENTS = ("node_start", "workers_started", "round_left", "fault_crash", "agent_exit")
+
+
 def intervals(events: pd.DataFrame, end: float):
     """Per node: (start, stop) spans when its host was up, and (start, stop, round) spans when
     its workers ran. Row order is event order."""
     up, run = {}, {}
     open_up, open_run = {}, {}
-    for t, node, ev, rnd in zip(events["t"], events["node"], events["event"], events["round"]):
+    ev_ = events.loc[events["event"].isin(SPAN_EVENTS).to_numpy()]      # the few that matter,
+    cols = (ev_["t"].to_numpy(dtype=float).tolist(), ev_["node"].to_numpy(dtype=object).tolist(),
+            ev_["event"].to_numpy(dtype=object).tolist(), ev_["round"].to_numpy(dtype=object).tolist())
+    for t, node, ev, rnd in zip(*cols):                                  # as plain Python values
         if ev == "node_start":
             open_up.setdefault(node, t)
         elif ev == "workers_started":
@@ -129,7 +134,8 @@ def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes:
 
 def latency(events: pd.DataFrame) -> bytes:
     ra = events[events["event"] == "rank_assigned"]
-    lat = np.array([json.loads(d).get("latency", np.nan) for d in ra["detail"]], dtype=float)
+    lat = pd.to_numeric(ra["detail"].str.extract(r'"latency":(-?[0-9.eE+-]+|NaN|-?Infinity)', expand=False),
+                        errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     lat = lat[np.isfinite(lat)]
     fig, ax = plt.subplots(figsize=(10, 3))
     if len(lat):
