@@ -113,7 +113,9 @@ def markdown(builtin_only: bool = False) -> str:
     out += ["## `faults`", "", "Scheduled faults, each with a `kind`. A fault's `at` is seconds from "
             "the start, or an event: `{after: round_complete, round: 0, plus: 2}` is 2 s after every "
             "member of round 0 got its rank (`workers_started`: started its workers; `pg_ready`, "
-            "real runs only: brought its process group up). Both runtimes honour it: the simulator "
+            "real runs only: brought its process group up); `{after: rendezvous_start, plus: 1}` is "
+            "1 s after the first agent began a rendezvous (the job is up and calling its store, "
+            "however long its start took). Both runtimes honour it: the simulator "
             "exactly, the real launcher by watching its nodes' traces. A fault whose event never "
             "comes never happens.", ""]
     for cls in typing.get_args(typing.get_args(S.Fault)[0]):
