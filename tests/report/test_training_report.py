@@ -8,17 +8,9 @@ import rdzv_sim
 from rdzv_sim.report.figures import _count_over_time, training_curve
 from rdzv_sim.scenario.load import bundled
 
+from golden.runs import SMALLER        # the golden runs' cuts of the big scenarios (tests/ is on sys.path)
+
 SLOW = {"llama3-54d"}
-SMALLER = {"frontier-100k": ["cluster.nodes=64", "cluster.topology.racks=4", "cluster.topology.spines=2",
-                             "protocol.min_nodes=60", "protocol.max_nodes=64", "scheduler.hot_spares=2",
-                             "duration=86400"],
-           "byterobust-9600": ["cluster.nodes=64", "cluster.topology.racks=4", "protocol.min_nodes=60",
-                               "protocol.max_nodes=64", "scheduler.hot_spares=2", "duration=604800",
-                               "shards.count=1024"],
-           "c10d-2048-crash": ["cluster.nodes=64", "cluster.topology.racks=2", "protocol.min_nodes=60",
-                               "protocol.max_nodes=64"],
-           "llama3-54d-quorum": ["cluster.nodes=64", "cluster.topology.racks=4", "duration=86400",
-                                 "shards.count=1024"]}
 
 
 @pytest.mark.parametrize("name", [n for n in bundled() if n not in SLOW])
