@@ -65,13 +65,28 @@ _ORPHAN = ("store_failover: the successors come with a round's assignments, so a
            "where the store went; it fails over by an older round's list, or not at all, and "
            "trains again only when pointed at the successor (rdzv_sim/protocols/agent.py, fail_over)")
 
+def _store_host_cut(sc, v) -> bool:
+    """store_failover and a cut (partition, flap) that takes the store's own host off the network."""
+    host = sc.store.host
+    return getattr(sc.protocol, "store_failover", False) and host is not None and any(
+        f.kind in ("partition", "flap") and host in (getattr(f, "nodes", None) or ()) for f in sc.faults)
+
+
+_LEFT_BEHIND = ("store_failover: a cut that takes the store's host off the network makes the others "
+                "fail over to a successor, while the cut-off host still reaches its own store (it is "
+                "local) and waits there alone for a round that cannot form; nothing tells it where "
+                "the others went (found by the property tests at seed 2487197479, "
+                "tests/regressions/failover-store-host-cut-off-waits-alone.yaml; "
+                "rdzv_sim/protocols/agent.py, fail_over)")
+
 register_known(
     "static",
     Known("every_member_accounted",
               "static rendezvous has no confirmation: a rank that set its key and then lost the "
               "store (or died) is still a member; the others learn it in process-group init "
               "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"))
-register_known("hrw", Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost))
+register_known("hrw", Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost),
+               Known("liveness", _LEFT_BEHIND, _store_host_cut))
 register_known(
     "c10d",
         Known("every_member_accounted",
