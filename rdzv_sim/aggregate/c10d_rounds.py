@@ -40,13 +40,8 @@ class C10dRounds(RoundModel):
         return C10dRace(descs, self.lat_arr, job.protocol.s, sc.protocol.join_timeout,
                         sc.store, sc.cluster.cpu.base, sc.cluster.cpu.per_byte, self.rng)
 
-    @property
-    def ops(self) -> int:
-        return self.race.ops
-
-    @property
-    def bytes(self) -> int:
-        return self.race.bytes
+    def counter(self) -> C10dRace:
+        return self.race
 
     # --- driving the race -----------------------------------------------------------------
     def _wake(self) -> None:

@@ -117,13 +117,8 @@ class HrwRounds(RoundModel):
         self.sizes = Sizes(key=len(f"{job.protocol.prefix}r0/") + 4,
                            desc=len(job.nodes[job.hosts[0]].info.encode()) + 8)
 
-    @property
-    def ops(self) -> int:
-        return self.fifo.ops
-
-    @property
-    def bytes(self) -> int:
-        return self.fifo.bytes
+    def counter(self) -> Fifo:
+        return self.fifo
 
     def enter(self, names: list[str], times: list[float]) -> None:
         for name, t in zip(names, times):
@@ -133,7 +128,7 @@ class HrwRounds(RoundModel):
                 self.starts = None
             self.joiners[name] = t
         if self.job.members:
-            self._late(names, times[0] if len(names) == 1 else None)
+            self._late(names, times)
         elif self.joiners:
             self._plan()
 
@@ -191,11 +186,10 @@ class HrwRounds(RoundModel):
         token = self.plan
         self.job.at(t, lambda: self._form() if token == self.plan else None)
 
-    def _late(self, names: list[str], t: float | None) -> None:
-        """Joiners of a closed round: they wait (at `t`, or each at its own start)."""
+    def _late(self, names: list[str], ts: list[float]) -> None:
+        """Joiners of a closed round, each known at its time in `ts`: they wait."""
         job = self.job
         r, k, n = job.round, len(job.members), len(names)
-        ts = [t if t is not None else self.joiners[x] for x in names]
         job.trace.record_many(ts, names, "join", r,
                               details=[f'{{"slot":{k + 1 + i}}}' for i in range(n)])
         job.trace.record_many(ts, names, "waiting", r,
@@ -244,7 +238,7 @@ class HrwRounds(RoundModel):
         self.starts = None
         late = [names[j] for j in rt.late.tolist()]
         if late:
-            self._late(late, float(rt.t_closed))
+            self._late(late, [float(rt.t_closed)] * len(late))
 
 
 register_round_model("hrw", HrwRounds)

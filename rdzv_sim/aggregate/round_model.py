@@ -41,14 +41,17 @@ class RoundModel:
     def __init__(self, job):
         self.job = job
 
-    @property
-    def ops(self) -> int:
-        """Store requests so far (and `bytes`, their payload)."""
+    def counter(self):
+        """What counts this model's store requests: an object with `ops` and `bytes`."""
         raise NotImplementedError
 
     @property
+    def ops(self) -> int:
+        return self.counter().ops
+
+    @property
     def bytes(self) -> int:
-        raise NotImplementedError
+        return self.counter().bytes
 
     def enter(self, names: list[str], times: list[float]) -> None:
         """These agents start a rendezvous at these times (a start, or back from a round)."""
