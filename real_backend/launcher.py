@@ -27,6 +27,7 @@ from rdzv_sim.scenario.timeline import late_starts, timeline
 from . import node as node_mod
 from .proxy import FaultProxy
 from .runtime import SUPPORTS
+from .standby import Standby
 
 # fault kinds the real launcher cannot do, and why
 UNSUPPORTED = {"clock_skew": "torch's c10d reads the host clock, which cannot be skewed here, and "
@@ -59,6 +60,7 @@ class RealRun:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.ctx = mp.get_context("spawn")
         self.procs: dict[str, mp.Process] = {}
+        self.standby = Standby(self.ctx, node_mod.main)   # nodes' processes, loaded before they start
         self.rows: list[tuple] = []
         self.store_proc = None
         self.port = store_port            # given: use that store (shared by several runs)
@@ -87,25 +89,34 @@ class RealRun:
         """The simulator's host names (zero-padded past 10 nodes): HRW ranks follow names."""
         return f"node{i:0{len(str(self.sc.cluster.nodes - 1))}d}"
 
-    def start_node(self, i: int, why: str):
+    def spec(self, i: int) -> dict:
         name = self.name(i)
-        p = self.procs.get(name)
-        if p is not None and p.is_alive():
-            return
         spec = {"scenario": self.sc.model_dump(mode="json"), "name": name, "index": i,
                 "addr": f"127.0.0.{i + 2}", "host": self.host,
-                "port": self.proxy.add(name) if self.proxy else self.port, "t0": self.t0,
+                "port": self.proxy.add(name) if self.proxy else self.port,
                 "seed": self.sc.seed * 1000 + i, "events_path": str(self.dir / f"{name}.jsonl"),
                 "static_addr": "127.0.0.2", "static_port": self.static_port,
                 "plugins": plugin_modules()}
         if self.etcd is not None:          # clients spread over the members, as deployments do
             eps = self.etcd.endpoints
             spec["etcd"] = eps[i % len(eps):] + eps[:i % len(eps)]
+        return spec
+
+    def warm(self, i: int) -> None:
+        """Load node i's next process now, to start when the scenario says (standby.py)."""
+        self.standby.warm(self.name(i), self.spec(i))
+
+    def start_node(self, i: int, why: str):
+        name = self.name(i)
+        p = self.procs.get(name)
+        if p is not None and p.is_alive():
+            return
+        self.warm(i)
+        self.standby.ready(name)
+        if self.etcd is not None:
             self.member_back(i)
         self.record(name, "node_start", {"why": why})
-        p = self.ctx.Process(target=node_mod.main, args=(spec,), daemon=True)
-        p.start()
-        self.procs[name] = p
+        self.procs[name] = self.standby.release(name, self.t0)
 
     def crash(self, i: int, cause: str = "crash"):
         name = self.name(i)
@@ -115,6 +126,7 @@ class RealRun:
         os.kill(p.pid, signal.SIGKILL)
         p.join(5)
         self.record(name, "fault_crash", {"cause": cause})
+        self.warm(i)                       # its next life loads while it is down
         if self.etcd is not None:
             self.member_lost(i)
         elif self.sc.store.host == i:
@@ -332,6 +344,11 @@ class RealRun:
         t_start = time.perf_counter()
         try:
             steps = self.plan()
+            for i in range(self.sc.cluster.nodes):     # every node's first process loads now
+                self.warm(i)
+            for i in range(self.sc.cluster.nodes):
+                self.standby.ready(self.name(i))
+            self.t0 = time.monotonic()                 # the run's clock starts with all loaded
             while steps or (self.waiting and self.now() < self.sc.duration):
                 steps = sorted(steps + self.met(), key=lambda s: s[0])
                 if steps and steps[0][0] <= self.now():
@@ -345,6 +362,7 @@ class RealRun:
                     and not self.done():
                 time.sleep(0.1)
         finally:
+            self.standby.close()
             for p in self.procs.values():
                 if p.is_alive():
                     os.kill(p.pid, signal.SIGCONT)

@@ -21,11 +21,11 @@ def main(spec: dict) -> None:
     from rdzv_sim.protocols.configure import protocol_for
 
     from .runtime import RealRuntime
+    from .standby import wait_at_gate
     from .workers import GlooWorkers
 
     import_modules(spec.get("plugins", ()))         # protocols registered in the launcher
     sc = load(spec["scenario"])
-    out = open(spec["events_path"], "a", buffering=1)
 
     def emit(t, op):
         out.write(json.dumps({"t": t, "node": spec["name"], "event": op.event, "round": op.round,
@@ -35,16 +35,17 @@ def main(spec: dict) -> None:
     if spec.get("etcd"):                  # a replicated store: the local etcd cluster's members
         from .etcd.store import EtcdStore
         connect = lambda: EtcdStore(spec["etcd"], timeout=sc.store.op_timeout)  # noqa: E731
-    rt = RealRuntime(spec["host"], spec["port"], emit, op_timeout=sc.store.op_timeout, t0=spec["t0"],
+    import torch.distributed  # noqa: F401 - torch's import (seconds) is done before the gate
+    from .torch_baselines import run_torch_agent
+    t0 = wait_at_gate(spec["gate"]) if "gate" in spec else spec.get("t0")     # standby.py
+    out = open(spec["events_path"], "a", buffering=1)
+    rt = RealRuntime(spec["host"], spec["port"], emit, op_timeout=sc.store.op_timeout, t0=t0,
                      seed=spec["seed"], workers=GlooWorkers(sc.protocol.run_id, sc.agent.collective_timeout),
                      connect=connect)
-    import torch.distributed  # noqa: F401 - torch's import (seconds) belongs to process start,
-    #                           as in the simulator's process_start, not to round 0's latency
     signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))
     signal.signal(signal.SIGTERM, lambda *_: terminated(rt, out))
     signal.signal(signal.SIGUSR2, lambda *_: rt.workers.toggle_frozen())   # partition / heal
     if get(sc.protocol.name).cls.torch_counterpart or spec.get("static_port"):   # torch's own handler
-        from .torch_baselines import run_torch_agent
         why = run_torch_agent(spec, sc, rt)
     else:
         info = NodeInfo(spec["name"], spec["addr"], 1, spec["index"], pid=os.getpid())
