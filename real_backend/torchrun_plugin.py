@@ -1,9 +1,11 @@
-"""`torchrun --rdzv-backend=hrw`: the project's protocol as a torchrun `RendezvousHandler`.
+"""`torchrun --rdzv-backend=rdzv-sim --rdzv-conf protocol=NAME` (or `--rdzv-backend=hrw`): any
+registered protocol that can run for real, as a torchrun `RendezvousHandler`.
 
-Registered through the `torchrun.handlers` entry point (see pyproject.toml), so an installed
-project makes `torchrun --rdzv-backend=hrw --rdzv-endpoint=HOST:PORT --rdzv-id=JOB
---nnodes=MIN:MAX ...` work. The handler drives the very generators the simulator drives
-(`rdzv_sim.protocols.hrw`) on the real runtime; nothing here decides membership.
+Registered through the `torchrun.handlers` entry points (see pyproject.toml), so an installed
+project makes `torchrun --rdzv-backend=rdzv-sim --rdzv-endpoint=HOST:PORT --rdzv-id=JOB
+--nnodes=MIN:MAX --rdzv-conf protocol=hrw,...` work; `hrw` is the same with hrw fixed. The handler
+drives the very generators the simulator drives on the real runtime; nothing here decides
+membership. `--rdzv-conf` is read by torchrun_conf.py (the protocol's own settings model).
 
 - A node is its host (`--local-addr`, else the host name; `node_name=` overrides), so an agent
   that restarts on the same host replaces its old slot instead of counting twice; a second
@@ -12,8 +14,10 @@ project makes `torchrun --rdzv-backend=hrw --rdzv-endpoint=HOST:PORT --rdzv-id=J
   writes rank 0's address *and* port into every member's assignment, so a node that joins a
   later round as a non-zero rank has MASTER_ADDR/MASTER_PORT with its rank (torch 2.13's own
   handler can wait for a key nobody writes there).
-- `num_nodes_waiting` (called every monitor interval) reads a number a watcher thread keeps
-  current from blocking waits on the store: a late joiner, or the round ended by another member.
+- `num_nodes_waiting` (called every monitor interval) is 0 until a watcher thread, blocked on
+  the store, sees a late joiner or the round ended by another member; from then on each call
+  reads the count (one store read, as torch's c10d does on every call).
+- `shutdown()` runs the protocol's shutdown (hrw: closes the rendezvous, as torch's handlers do).
 - Values in the store are JSON text; nothing is unpickled.
 """
 from __future__ import annotations
@@ -33,63 +37,19 @@ from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
                                                       RendezvousParameters, RendezvousStoreInfo,
                                                       RendezvousTimeoutError)
 
-from pydantic import ValidationError
-
 from rdzv_sim import ops as O
 from rdzv_sim.protocols.agent import (STORE_LOSS, AgentSettings, Exit, Memory, rendezvous_with_retry,
                                       watch_round)
 from rdzv_sim.protocols.base import NodeInfo
-from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 
 from . import identity
 from .launcher import free_port
 from .runtime import RealRuntime
+from .torchrun_conf import parse
 
 log = logging.getLogger(__name__)        # torchrun's LOGLEVEL applies, as to torch's own handler
 DEFAULT_PORT = 29400
-# --rdzv-conf keys besides the protocol's settings (HrwSettings: join_timeout, last_call_timeout,
-# confirm_timeout, ...); torch c10d's own are accepted and ignored, so one --rdzv-conf serves both
-C10D_ONLY = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_libuv", "timeout"}
-HANDLER_KEYS = {"close_timeout", "read_timeout", "is_host", "node_name", "trace_file",
-                "max_attempts", "local_addr", "topology", "store"}
 ETCD_PORT = 2379
-PROTOCOL_KEYS = set(HrwSettings.model_fields) - {"name", "run_id", "min_nodes", "max_nodes"}
-# torchrun's own default for its own key (torch's RendezvousTimeout: last call 30 s), where the
-# simulator's scenarios default to 1 s
-TORCHRUN_DEFAULTS = {"last_call_timeout": 30.0}
-
-
-def settings_from(params: RendezvousParameters) -> HrwSettings:
-    """--rdzv-conf, --rdzv-id and --nnodes as the hrw protocol's settings model (its bounds, its
-    defaults but torchrun's last call); torchrun's `close_timeout` stands for `confirm_timeout`
-    when that is not given."""
-    conf = params.config
-    if "rank" in conf:
-        raise ValueError("--rdzv-conf rank=...: the hrw backend gives ranks by the rendezvous (HRW "
-                         "order); a fixed rank is the static backend's (--rdzv-backend=static)")
-    unknown = set(conf) - PROTOCOL_KEYS - C10D_ONLY - HANDLER_KEYS
-    if unknown:
-        raise ValueError(f"--rdzv-conf: unknown key(s) {sorted(unknown)} for the hrw backend; "
-                         f"known: {sorted(PROTOCOL_KEYS | HANDLER_KEYS | C10D_ONLY)}")
-    given = {**TORCHRUN_DEFAULTS, **{k: conf[k] for k in PROTOCOL_KEYS if conf.get(k) is not None}}
-    if "confirm_timeout" not in given and conf.get("close_timeout") is not None:
-        given["confirm_timeout"] = conf["close_timeout"]
-    try:
-        return HrwSettings(run_id=params.run_id, min_nodes=params.min_nodes,
-                           max_nodes=params.max_nodes, **given)
-    except ValidationError as e:
-        err = e.errors()[0]
-        key = err["loc"][0] if err["loc"] else "?"
-        raise ValueError(f"--rdzv-conf {key}={conf.get(key, conf.get('close_timeout'))!r}: "
-                         f"{err['msg']}") from None
-
-
-def _seconds(params: RendezvousParameters, key: str, default: float) -> float:
-    v = params.config.get(key)
-    try:
-        return default if v is None else float(v)
-    except ValueError:
-        raise ValueError(f"--rdzv-conf {key}={v!r}: expected a number of seconds") from None
 
 
 def _endpoint(endpoint: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
@@ -97,7 +57,7 @@ def _endpoint(endpoint: str, default_port: int = DEFAULT_PORT) -> tuple[str, int
     if not host:
         host, port = endpoint, ""
     if not host:
-        raise ValueError("--rdzv-endpoint is required for the hrw backend (HOST[:PORT])")
+        raise ValueError("--rdzv-endpoint is required (HOST[:PORT])")
     try:
         return host.strip("[]"), int(port) if port else default_port
     except ValueError:
@@ -114,16 +74,14 @@ def _is_local(host: str) -> bool:
         return False
 
 
-class HrwRendezvousHandler(RendezvousHandler):
-    """torchrun's rendezvous contract over the `hrw` protocol and the real runtime."""
+class ProtocolRendezvousHandler(RendezvousHandler):
+    """torchrun's rendezvous contract over a registered protocol and the real runtime."""
 
-    def __init__(self, params: RendezvousParameters):
-        self.cfg = settings_from(params)
-        self.store_kind = str(params.config.get("store") or "tcpstore")
-        if self.store_kind not in ("tcpstore", "etcd"):
-            raise ValueError(f"--rdzv-conf store={self.store_kind!r}: expected tcpstore (the default: "
-                             "a TCPStore at --rdzv-endpoint) or etcd (--rdzv-endpoint lists the "
-                             "cluster's members, HOST:PORT,HOST:PORT,...)")
+    def __init__(self, params: RendezvousParameters, backend: str = "rdzv-sim",
+                 protocol: str | None = None):
+        spec, self.cfg, hs = parse(params, backend, protocol)
+        self.backend, self.proto = backend, spec.name
+        self.store_kind = hs.store
         if self.store_kind == "etcd":
             members = [_endpoint(e.strip(), ETCD_PORT) for e in (params.endpoint or "").split(",")]
             self.etcd = [f"{h}:{p}" for h, p in members]
@@ -131,25 +89,24 @@ class HrwRendezvousHandler(RendezvousHandler):
         else:
             self.etcd = None
             self.host, self.port = _endpoint(params.endpoint)
-        if self.etcd and self.cfg.store_failover:
+        if self.etcd and getattr(self.cfg, "store_failover", False):
             raise ValueError("--rdzv-conf store_failover=true is for a TCPStore: an etcd cluster "
                              "(store=etcd) fails over by itself")
         self.run_id = params.run_id
-        self.read_timeout = _seconds(params, "read_timeout", 60.0)
-        self.protocol = HrwProtocol(self.cfg)
-        self.agent_cfg = AgentSettings(max_rendezvous_attempts=int(params.config.get("max_attempts", 20)))
-        self.addr = params.local_addr or socket.getfqdn()
-        explicit = params.config.get("node_name")
+        self.read_timeout = hs.read_timeout
+        self.protocol = spec.make(self.cfg)
+        self.agent_cfg = AgentSettings(max_rendezvous_attempts=hs.max_attempts)
+        self.addr = params.local_addr or hs.local_addr or socket.getfqdn()
+        self.index = hs.rank or 0                # the node's own rank, where the protocol wants it
+        explicit = hs.node_name
         self.name, self._identity = identity.claim(str(explicit or self.addr), self.run_id,
                                                    explicit=bool(explicit))
         # rank_order=topology sorts by this key: given, else Slurm's task id, else the name
-        self.topo = str(params.config.get("topology") or os.environ.get("SLURM_PROCID") or "")
-        if len(self.topo) > 256:
-            raise ValueError("--rdzv-conf topology=...: at most 256 characters")
-        self._trace = params.config.get("trace_file") or os.environ.get("RDZV_SIM_TRACE")
+        self.topo = str(hs.topology or os.environ.get("SLURM_PROCID") or "")[:256]
+        self._trace = hs.trace_file or os.environ.get("RDZV_SIM_TRACE")
         self._trace_lock = threading.Lock()
         self._t0 = time.monotonic()
-        self._server = None if self.etcd else self._host_store(params.get_as_bool("is_host"))
+        self._server = None if self.etcd else self._host_store(hs.is_host)
         self._client = None                      # the agent's store connection (RendezvousInfo.store)
         self._last = None                        # the RoundResult of the round we are in
         self._memory = Memory()                  # the last assignment, for store_failover
@@ -198,13 +155,13 @@ class HrwRendezvousHandler(RendezvousHandler):
         try:
             return self.rt.drive(gen)
         except O.StoreError as e:
-            raise RendezvousConnectionError(f"hrw rendezvous lost the store: {e}") from None
+            raise RendezvousConnectionError(f"{self.proto} rendezvous lost the store: {e}") from None
         except O.StoreTimeout as e:
-            raise RendezvousConnectionError(f"hrw rendezvous store timeout: {e}") from None
+            raise RendezvousConnectionError(f"{self.proto} rendezvous store timeout: {e}") from None
 
     # --- torchrun's interface ----------------------------------------------------------
     def get_backend(self) -> str:
-        return "hrw"
+        return self.backend
 
     @property
     def use_agent_store(self) -> bool:
@@ -221,25 +178,28 @@ class HrwRendezvousHandler(RendezvousHandler):
         if self._watch_rt is not None:
             self._watch_rt.close()
             self._watch_rt = None
-        log.warning("The node '%s' lost the hrw rendezvous store (%s) and moved to %s:%d.",
-                    self.name, why, self.host, self.port)
+        log.warning("The node '%s' lost the %s rendezvous store (%s) and moved to %s:%d.",
+                    self.name, self.proto, why, self.host, self.port)
         return True
+
+    def _node(self) -> NodeInfo:
+        return NodeInfo(self.name, self.addr, 1, self.index, pid=os.getpid(), port=free_port(self.addr),
+                        topo=self.topo)
 
     def next_rendezvous(self) -> RendezvousInfo:
         self._stop_watch()
-        node = NodeInfo(self.name, self.addr, 1, pid=os.getpid(), port=free_port(self.addr),
-                        topo=self.topo)
+        node = self._node()
         if self._last is not None:          # leaving our round (restart, or nodes waiting): end it
             try:
-                self._drive(self.protocol.end_round_at(self._last.round, "rejoin"))
+                self._drive(self.protocol.end_round(self._last, "rejoin", node))
             except RendezvousConnectionError as e:
                 if not self._fail_over(node, str(e)):
                     raise
             self._last = None
         if self.is_closed():
             raise RendezvousClosedError(f"the rendezvous {self.run_id!r} is closed")
-        log.info("The node '%s' attempts to join the next round of the hrw rendezvous '%s'.",
-                 self.name, self.run_id)
+        log.info("The node '%s' attempts to join the next round of the %s rendezvous '%s'.",
+                 self.name, self.proto, self.run_id)
         while True:
             result = self._drive(rendezvous_with_retry(node, self.protocol, self.agent_cfg,
                                                        last=self._memory.last))
@@ -249,19 +209,19 @@ class HrwRendezvousHandler(RendezvousHandler):
             if result.reason not in STORE_LOSS or not self._fail_over(node, result.why or result.reason):
                 break
         if isinstance(result, Exit):
-            log.warning("The node '%s' gives up the hrw rendezvous '%s': %s %s", self.name,
-                        self.run_id, result.reason, result.why)
+            log.warning("The node '%s' gives up the %s rendezvous '%s': %s %s", self.name,
+                        self.proto, self.run_id, result.reason, result.why)
             self._emit(time.monotonic() - self._t0, O.Emit("agent_exit", detail={"reason": result.reason}))
             if result.reason == "rendezvous_closed":
                 raise RendezvousClosedError(result.why)
             if result.reason == "store_lost":
-                raise RendezvousConnectionError(f"hrw rendezvous lost the store: {result.why}")
-            raise RendezvousTimeoutError(f"hrw rendezvous gave up: {result.reason} {result.why}".strip())
+                raise RendezvousConnectionError(f"{self.proto} rendezvous lost the store: {result.why}")
+            raise RendezvousTimeoutError(f"{self.proto} rendezvous gave up: {result.reason} {result.why}".strip())
         self._last, self._waiting = result, 0
         self._memory.assigned(result, (self.rt.host, self.rt.port))
-        log.info("The node '%s' has joined round %d of the hrw rendezvous '%s' as rank %d in a "
+        log.info("The node '%s' has joined round %d of the %s rendezvous '%s' as rank %d in a "
                  "world of size %d (%d workers; rank 0 at %s:%d).", self.name, result.round,
-                 self.run_id, result.rank, result.nnodes, result.world_size, result.master,
+                 self.proto, self.run_id, result.rank, result.nnodes, result.world_size, result.master,
                  result.master_port)
         self._start_watch(result, node)
         store = dist.PrefixStore(f"rdzv/{self.run_id}/r{result.round}/agent/", self._agent_store())
@@ -284,13 +244,27 @@ class HrwRendezvousHandler(RendezvousHandler):
         self._drive(self.protocol.set_closed(self.name))
 
     def num_nodes_waiting(self) -> int:
+        """0 until the watcher sees a reason to re-form; then the count, read on each call."""
+        if self._waiting and self._last is not None:
+            try:
+                n = int(self._drive(self.protocol.count_waiting(self._last)))
+                self._waiting = n if n > 0 else self._waiting    # 0: the round ended instead
+            except RendezvousConnectionError:
+                pass                            # the agent learns of a lost store on its next call
         return self._waiting
 
     def get_run_id(self) -> str:
         return self.run_id
 
     def shutdown(self) -> bool:
+        """The protocol's shutdown (hrw's closes the rendezvous for every agent, as torch's own
+        handlers do), then this handler's resources."""
         self._stop_watch()
+        try:
+            self._drive(self.protocol.shutdown(self._node()))
+        except (RendezvousConnectionError, RendezvousClosedError) as e:
+            log.warning("The node '%s' could not shut the %s rendezvous '%s' down: %s", self.name,
+                        self.proto, self.run_id, e)
         for rt in (self.rt, self._watch_rt):
             if rt is not None:
                 rt.close()
@@ -305,7 +279,7 @@ class HrwRendezvousHandler(RendezvousHandler):
         rt = self._watch_rt = self._watch_rt or self._runtime()
         rt.signals.clear()
         thread = threading.Thread(target=self._watch, args=(rt, result, node), daemon=True,
-                                  name="hrw-watch")
+                                  name="rdzv-watch")
         self._watcher = (thread, rt)
         thread.start()
 
@@ -344,10 +318,21 @@ class HrwRendezvousHandler(RendezvousHandler):
                        O.Emit(reason, round=result.round, detail={"waiting": self._waiting}))
 
 
-def create_handler(params: RendezvousParameters) -> HrwRendezvousHandler:
-    return HrwRendezvousHandler(params)
+def create_handler(params: RendezvousParameters) -> ProtocolRendezvousHandler:
+    """--rdzv-backend=rdzv-sim: the protocol that --rdzv-conf protocol=NAME names (default hrw)."""
+    return ProtocolRendezvousHandler(params, "rdzv-sim")
+
+
+def create_hrw_handler(params: RendezvousParameters) -> ProtocolRendezvousHandler:
+    """--rdzv-backend=hrw: the hrw protocol."""
+    return ProtocolRendezvousHandler(params, "hrw", "hrw")
 
 
 def handler_creator():
-    """The `torchrun.handlers` entry point: a zero-argument factory of the handler creator."""
+    """The `torchrun.handlers` entry point `hrw`: a zero-argument factory of the creator."""
+    return create_hrw_handler
+
+
+def rdzv_sim_handler_creator():
+    """The `torchrun.handlers` entry point `rdzv-sim`."""
     return create_handler

@@ -2,9 +2,10 @@
 
 It follows the operations `rdzv_sim.protocols.hrw` makes, phase by phase, for all joiners at
 once (the per-operation runtime interleaves them request by request):
-  join     compare_set(round) -> add(seq) -> set(n{slot})  (slots in the store's FIFO order)
-  watch    every joiner watches `closed` (those below min_nodes also `n{min}`, then `closed`
-           again once n{min} is written)
+  join     check(P/closed) -> compare_set(round) -> add(seq) -> set(n{slot})  (slots in the
+           store's FIFO order)
+  watch    every joiner watches `closed` (those below min_nodes also `n{min}` and `P/closed`,
+           then `closed` again once n{min} is written)
   close    the max_nodes-th joiner at once, else the min_nodes-th after last_call_timeout:
            add(seq, 0), compare_set(closed), check(slots), multi_get(descs), multi_set(assigns)
   confirm  each member watches its assignment, add(ack); the last to ack compare_sets `ready`;
@@ -53,7 +54,8 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     start = np.asarray(start, dtype=float)
     lat = np.asarray(lat, dtype=float)
     k = sizes.key
-    r1 = fifo.serve(start + lat, k + 1) + lat                  # compare_set(round, "", "0")
+    c0 = fifo.serve(start + lat, k) + lat                      # check(P/closed): still open
+    r1 = fifo.serve(c0 + lat, k + 1) + lat                     # compare_set(round, "", "0")
     d2 = fifo.serve(r1 + lat, k)                               # add(seq, 1): the slot
     t_join = d2 + lat
     order = np.argsort(d2, kind="stable")
@@ -64,6 +66,7 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     fifo.serve(t_join + lat, k)                                # everyone watches `closed`
     early = order[:min_nodes - 1]
     fifo.serve(t_join[early] + lat[early], k)                  # those below min: n{min} too,
+    fifo.serve(t_join[early] + lat[early], k)                  # and P/closed,
     t_min = d3[order[min_nodes - 1]]                           # and, once it is written,
     fifo.serve(np.maximum(t_min, t_join[early] + lat[early]) + 2 * lat[early], k)   # closed again
     if n >= max_nodes and t_join[order[max_nodes - 1]] <= t_join[order[min_nodes - 1]] + last_call:
@@ -116,11 +119,17 @@ class HrwRounds(RoundModel):
         self.sizes_of: dict[int, tuple] = {}       # round -> (joined, members): what clean-up deletes
         self.sizes = Sizes(key=len(f"{job.protocol.prefix}r0/") + 4,
                            desc=len(job.nodes[job.hosts[0]].info.encode()) + 8)
+        self.closed = False                        # an agent's shutdown closed the rendezvous
 
     def counter(self) -> Fifo:
         return self.fifo
 
     def enter(self, names: list[str], times: list[float]) -> None:
+        if self.closed:                          # each finds `P/closed` set: RendezvousClosed
+            for name, t in zip(names, times):
+                self.job.gave_up(t + 2 * self.job.lat[name], [name], "rendezvous_closed",
+                                 "the rendezvous is closed")
+            return
         for name, t in zip(names, times):
             if self.starts is not None and name not in self.joiners:
                 insort(self.starts, t)           # a job's start: thousands, one at a time
@@ -162,7 +171,19 @@ class HrwRounds(RoundModel):
             ops = 4 + len(job.protocol.round_keys(r - 2, *old, probes=0))
             self.fifo.serve(t_ws + lr + np.arange(ops) * (2 * lr + self.fifo.store.service_base), k)
 
+    def shut_down(self, names: list[str], t: float) -> None:
+        """close_on_shutdown: set_closed, and every joiner waiting wakes to RendezvousClosed."""
+        if self.closed or not getattr(self.job.sc.protocol, "close_on_shutdown", False):
+            return
+        self.closed = True
+        self.plan += 1                           # no round forms any more
+        waiting, self.joiners, self.starts = list(self.joiners), {}, None
+        for name in waiting:
+            self.job.gave_up(t + 2 * self.job.lat[name], [name], "rendezvous_closed",
+                             "the rendezvous was closed while it waited")
+
     def reset(self) -> None:
+        self.closed = False
         self.fifo.free_at = self.job.env.now
         self.joiners, self.sizes_of, self.published, self.starts = {}, {}, None, None
 

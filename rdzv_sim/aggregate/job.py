@@ -141,6 +141,7 @@ class AggregateJob(Simulation):
         self.trace.record_many([t] * k, names, why, details=[_encode({"reason": reason})] * k)
         self.trace.record_many([t] * k, names, "agent_exit", details=[_encode({"reason": why})] * k)
         self.exited.update(names)
+        self.model.shut_down(names, t)
         self._requeue_if_none_left()
 
     # --- the job's state machine -------------------------------------------------------
@@ -176,7 +177,7 @@ class AggregateJob(Simulation):
         self.members, self.member_set, self.rank_of = [], set(), {}
         self.t_ws, self.waiting_noticed = math.inf, False
         failure = uses_a_restart(why)
-        names, times = [], []
+        names, times, out = [], [], []
         for m, tb in zip(members, back):
             if failure:
                 self.restarts[m] += 1
@@ -184,9 +185,12 @@ class AggregateJob(Simulation):
                     self.trace.record(t, m, "agent_exit", detail={"reason": "max_restarts"})
                     self.exited.add(m)
                     self.model.gone(m, t)
+                    out.append(m)
                     continue
             names.append(m)
             times.append(tb)
+        if out:
+            self.model.shut_down(out, t)
         self.model.enter(names, times)
         self._requeue_if_none_left()
 

@@ -67,6 +67,10 @@ class RoundModel:
     def running(self, formed: Formed, t_workers: float) -> None:
         """The round's workers start at `t_workers` (its store work while running)."""
 
+    def shut_down(self, names: list[str], t: float) -> None:
+        """These agents exit at `t` by their handler's shutdown (out of restarts, timed out,
+        closed): what the protocol's shutdown does to the others."""
+
     def reset(self) -> None:
         """The job starts again on a fresh store."""
         raise NotImplementedError

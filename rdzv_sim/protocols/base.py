@@ -208,6 +208,9 @@ class Protocol:
     needs: frozenset = frozenset()
     torch_counterpart: str | None = None   # a torch handler that stands in for it in real runs
     torch_baseline: str | None = None      # a torch handler a real run may use instead (--torch-static)
+    ranks_given: bool = False      # ranks are the nodes' own indexes (torchrun's --node-rank)
+    torchrun: bool = True          # runs as a torchrun rendezvous handler (real_backend.torchrun_plugin)
+    torchrun_why: str = ""         # why not, when it does not
     deterministic: bool = False   # same members and ranks whatever the timing (validate checks them)
     # the simulator's fidelities that model it; "aggregate" needs a round model registered by
     # rdzv_sim.aggregate.register_round_model

@@ -22,8 +22,8 @@ from hrw import Placement
 from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
                    Sleep, StoreAddress, StoreTimeout)
 from . import ranking
-from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
-                   Watch, closed_count, decode_object, digest, watch_key)
+from .base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
+                   RoundResult, Watch, closed_count, decode_object, digest, watch_key)
 from .ranking import RankOrder
 from .registry import register_protocol
 from .settings import ProtocolSettings
@@ -42,6 +42,9 @@ class HrwSettings(ProtocolSettings):
     store_failover: bool = Field(False, description="a lost TCPStore is replaced by one on a member elected by HRW; "
                                  "every round then needs a majority of the last one")
     failover_timeout: PositiveFloat = Field(10.0, description="how long a failover waits for its successor's store")
+    close_on_shutdown: bool = Field(True, description="an agent that exits (out of restarts, timed out, done) "
+                                    "closes the rendezvous for every agent, as torch's handlers do; false: "
+                                    "the others re-form without it")
 
     def round_time(self) -> float:
         failover = SUCCESSORS * self.failover_timeout if self.store_failover else 0.0
@@ -84,6 +87,8 @@ class HrwProtocol(Protocol):
     # --- joining ---------------------------------------------------------------------
     def rendezvous(self, node: NodeInfo):
         cfg = self.cfg
+        if (yield Check((self.prefix + "closed",))):
+            raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} is closed")
         deadline = (yield Now()) + cfg.join_timeout
         while True:
             # a failover's fresh store goes on from the round after the members' last one
@@ -119,11 +124,15 @@ class HrwProtocol(Protocol):
                     yield from self.end_round_at(rnd, assigned["failed"])
                     raise RendezvousFailed(f"round {rnd}: {assigned['failed']}", why=assigned["failed"])
             # late: say so (members of a round that is not full restart for us), then wait for
-            # this round to end and join the next one
+            # this round to end and join the next one; a spare (the round is full) waits with
+            # no deadline, as torch's redundant nodes do, and has its join timeout afresh after
             waiting = yield Add(self._k(rnd, "waiting"), 1)
             yield Emit("waiting", round=rnd, detail={"slot": slot, "waiting": waiting})
-            if not (yield from self._await_end(rnd, node, deadline)):
+            spare = count >= cfg.max_nodes
+            if not (yield from self._await_end(rnd, node, float("inf") if spare else deadline)):
                 raise RendezvousTimeout(f"no round admitted {node.name} within join_timeout")
+            if spare:
+                deadline = (yield Now()) + cfg.join_timeout
 
     def _await_end(self, rnd: int, node: NodeInfo, deadline: float):
         """Wait (no polling) for round `rnd` to end; True once it has, False at the deadline.
@@ -139,8 +148,13 @@ class HrwProtocol(Protocol):
             now = yield Now()
             if now >= deadline:
                 return False
-            end = watch_key(self._k(rnd, "end"))
-            if (yield from self._first(end, min(cfg.probe_interval, deadline - now))) is not None:
+            idx, value = yield FirstOf(watch_key(self._k(rnd, "end")), watch_key(self.prefix + "closed"),
+                                       Sleep(min(cfg.probe_interval, deadline - now)))
+            if isinstance(value, BaseException):
+                raise value
+            if idx == 1:
+                raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} was closed while {node.name} waited")
+            if idx == 0:
                 return True
             if not (yield Check((self._k(rnd, "ready"),))):
                 if (yield Now()) - began < cfg.confirm_timeout + cfg.close_grace + cfg.hole_grace:
@@ -179,10 +193,12 @@ class HrwProtocol(Protocol):
             # sleep until the min_nodes-th joiner arrives (no polling), or the deadline
             now = yield Now()
             idx, value = yield FirstOf(watch_key(closed), watch_key(self._k(rnd, f"n{cfg.min_nodes}")),
-                                       Sleep(max(0.0, deadline - now)))
+                                       watch_key(self.prefix + "closed"), Sleep(max(0.0, deadline - now)))
             if isinstance(value, BaseException):
                 raise value
             if idx == 2:
+                raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} was closed while {node.name} waited")
+            if idx == 3:
                 raise RendezvousTimeout(f"fewer than min_nodes={cfg.min_nodes} joined in time")
         while True:
             text = yield from self._first(watch_key(closed), cfg.last_call_timeout + cfg.close_grace)
@@ -411,6 +427,12 @@ class HrwProtocol(Protocol):
 
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield from self.end_round_at(result.round, reason)
+
+    def shutdown(self, node: NodeInfo):
+        """torch's handler.shutdown(), called by its launcher on every exit but a signal's:
+        close the rendezvous for every agent (close_on_shutdown), as torch's handlers do."""
+        if self.cfg.close_on_shutdown:
+            yield from self.set_closed(node.name)
 
     def leave(self, result: RoundResult, node: NodeInfo):
         """Use a preemption's notice: end the round, so the others re-form without us now

@@ -38,6 +38,7 @@ class StaticProtocol(Protocol):
     name = "static"
     deterministic = True
     torch_baseline = "static"       # torch's StaticTCPRendezvous, for `validate --torch-static`
+    ranks_given = True
 
     def _k(self, rnd: int, name: str) -> str:
         return f"{self.prefix}r{rnd}/{name}"

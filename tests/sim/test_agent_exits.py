@@ -50,8 +50,15 @@ def test_agent_failure_closes_c10d_for_everyone():
     assert r.events[r.events.event == "agent_exit"].t.max() < 30 + 1  # their collectives fail at once
 
 
-def test_agent_failure_leaves_hrw_to_reform():
+def test_agent_failure_closes_hrw_for_everyone_too():
+    """torch's contract: shutdown() closes the rendezvous (hrw's close_on_shutdown, the default)."""
     r = run("hrw", AGENT_FAILURE)
+    assert exits(r) == {"node2": "agent_failed", "node0": "rendezvous_closed", "node1": "rendezvous_closed"}
+    assert len(r.rounds) == 1
+
+
+def test_agent_failure_leaves_hrw_to_reform_without_close_on_shutdown():
+    r = run("hrw", AGENT_FAILURE, "protocol.close_on_shutdown=false")
     assert exits(r) == {"node2": "agent_failed"}
     assert r.rounds.members.tolist() == ["node0,node1,node2", "node0,node1"]
     assert back_at_two(r) == pytest.approx(0.3 + 2 + 3, abs=0.01)     # detection + last call + start

@@ -174,21 +174,24 @@ def test_torch_etcd_v2_re_forms_or_dies_of_the_election(tmp_path):
         d.close()
 
 
-@pytest.mark.parametrize("backend", ["hrw", "c10d"])
-def test_an_agent_leaving_by_an_error_closes_c10d_for_everyone_but_not_hrw(backend, tmp_path):
+@pytest.mark.parametrize("backend, extra, closes", [("hrw", "", True), ("c10d", "", True),
+                                                    ("hrw", ",close_on_shutdown=false", False)],
+                         ids=["hrw", "c10d", "hrw-close_on_shutdown=false"])
+def test_an_agent_leaving_by_an_error_closes_the_rendezvous_unless_told_not_to(backend, extra, closes, tmp_path):
     """Agent C, with --max-restarts=0, loses its worker and leaves by an error: torch's
-    launcher then calls the handler's shutdown(). c10d's closes the rendezvous, so A and B exit
-    with RendezvousClosedError at their next rendezvous; hrw's does not, and they re-form at
-    world 2 (reports/sigterm.md; the simulated `sigterm-one-agent` with an agent_failure)."""
-    from elastic_demo import Demo, _steps
-    d = Demo(backend, tmp_path, timeout=90)
+    launcher then calls the handler's shutdown(), which closes the rendezvous (torch's contract,
+    c10d's and hrw's), so A and B exit with RendezvousClosedError at their next rendezvous; with
+    hrw's close_on_shutdown=false they re-form at world 2 instead (reports/sigterm.md; the
+    simulated `sigterm-one-agent` with an agent_failure)."""
+    from elastic_demo import CONF, Demo, _steps
+    d = Demo(backend, tmp_path, timeout=90, conf=CONF + extra)
     d.restarts_of["C"] = 0
     try:
         d.start_job(steps=5)
         t = time.time()
         d.kill_workers("C")
         assert d.agents.pop("C").wait(timeout=60) != 0            # gone on purpose
-        if backend == "c10d":
+        if closes:
             assert d.agents["A"].wait(timeout=60) != 0 and d.agents["B"].wait(timeout=60) != 0
             logs = [(d.dir / f"agent-{n}.log").read_text(errors="replace") for n in "AB"]
             assert all("RendezvousClosedError" in x for x in logs), d.tails()

@@ -48,7 +48,7 @@ def join_all(handlers):
 
 def test_registered_through_the_entry_point(store):
     h = get_rendezvous_handler(params(store, "a"))
-    assert type(h).__name__ == "HrwRendezvousHandler"
+    assert type(h).__name__ == "ProtocolRendezvousHandler"
     assert h.get_backend() == "hrw" and h.get_run_id() == "job" and h.use_agent_store is False
     h.shutdown()
 
@@ -152,7 +152,9 @@ def test_a_node_back_at_a_new_address_gives_its_new_address_as_master(store):
     round's MASTER_ADDR is the new address for every member."""
     from hrw import Placement
     first = next(n for n in ("m1", "m2", "m3", "m4") if Placement([n, "other"], seed=0).rank_order("move")[0] == n)
-    old = get_rendezvous_handler(params(store, first, run_id="move", lo=2, hi=2))
+    # (close_on_shutdown=false: the old pod's shutdown stands for its going, and must not close
+    # the job as a shutdown does by torch's contract)
+    old = get_rendezvous_handler(params(store, first, run_id="move", lo=2, hi=2, close_on_shutdown="false"))
     peer = get_rendezvous_handler(params(store, "other", run_id="move", lo=2, hi=2))
     infos = join_all([old, peer])
     assert {i.bootstrap_store_info.master_addr for i in infos} == {"127.0.0.1"}

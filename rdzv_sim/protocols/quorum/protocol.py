@@ -90,6 +90,8 @@ class QuorumProtocol(Protocol):
     """Per-step quorum over replica groups; each group's hosts meet by hrw (see the module)."""
     name = "quorum"
     deterministic = True
+    torchrun = False
+    torchrun_why = "its replica groups train under torchft's Manager (real_backend.torchft_run)"
 
     def __init__(self, cfg: QuorumSettings):
         super().__init__(cfg)
