@@ -24,7 +24,8 @@ log = logging.getLogger("real_backend.torchrun_plugin")
 # torch's keys (c10d's handler, its TCPStore backend, etcd-v2's, torchrun's own) that the
 # project's protocols have no use for
 TORCH_KEYS = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_libuv", "timeout",
-              "store_type", "ssl_certfile", "protocol_version", "cacert", "cert", "key", "etcd_prefix"}
+              "store_type", "ssl_certfile", "protocol_version", "cacert", "cert", "key", "etcd_prefix",
+              "last_call_timeout"}
 # torchrun's own default where the scenarios' differs (torch's RendezvousTimeout: last call 30 s)
 TORCHRUN_DEFAULTS = {"last_call_timeout": 30.0}
 COMMON = {"name", "run_id", "min_nodes", "max_nodes"}   # from --rdzv-id and --nnodes
@@ -91,7 +92,7 @@ def parse(params, backend: str, protocol: str | None = None):
     if unknown:
         raise ValueError(f"--rdzv-conf: unknown key(s) {unknown} for protocol {name!r}; known: "
                          f"{sorted(own | HANDLER_KEYS)} (and torch's own: {sorted(TORCH_KEYS)})")
-    ignored = sorted(set(conf) & TORCH_KEYS)
+    ignored = sorted(set(conf) & TORCH_KEYS - own)
     if ignored:
         log.info("--rdzv-conf: %s are torch's own keys; protocol %r does not use them.",
                  ", ".join(ignored), name)
