@@ -86,6 +86,7 @@ class Demo:
         self.started: dict[str, float] = {}
         self.store = None
         self.port = 0
+        self.env: dict[str, str] = {}                      # more for every agent's environment
 
     # --- processes -----------------------------------------------------------------------
     def start_store(self) -> None:
@@ -122,7 +123,7 @@ class Demo:
                    # workers (stale keys under the same attempt prefix); hrw never shares
                    TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1", OMP_NUM_THREADS="1",
                    LOGLEVEL="WARNING", PYTHONUNBUFFERED="1",
-                   TORCH_CPP_LOG_LEVEL=self.cpp_log_level)
+                   TORCH_CPP_LOG_LEVEL=self.cpp_log_level, **self.env)
         out = open(self.dir / f"agent-{name}.log", "ab")
         t = self.started[name] = time.time()
         self.agents[name] = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,

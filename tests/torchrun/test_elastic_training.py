@@ -228,3 +228,28 @@ def test_hrw_store_failover_survives_the_store_hosts_sigkill(tmp_path):
         assert one_store_per_epoch(ev) == []
     finally:
         d.close()
+
+
+def test_a_users_protocol_trains_under_torchrun_killed_and_resumed(tmp_path):
+    """tests/userproto's `sorted` (hrw with ranks by name, here reversed), never installed:
+    RDZV_SIM_PROTOCOLS imports it in every agent, `--rdzv-backend=rdzv-sim --rdzv-conf
+    protocol=sorted,order=reverse` runs it. Three train, C is killed, A and B go on from the
+    checkpoint, D joins and the job grows back to three (docs/torchrun.md)."""
+    import os
+    from pathlib import Path
+    from elastic_demo import CONF, Demo
+    tests = str(Path(__file__).resolve().parent.parent)
+    d = Demo("rdzv-sim", tmp_path, timeout=90, conf=CONF + ",protocol=sorted,order=reverse")
+    d.env = {"RDZV_SIM_PROTOCOLS": "userproto.sorted_hrw",
+             "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    r = d.run()
+    assert r["exit_codes"] == {"A": 0, "B": 0, "D": 0}, r["exit_codes"]
+    segs = r["segments"]
+    assert [w for w, _ in itertools.groupby(s["world"] for s in segs)] == [3, 2, 3], segs
+    assert all(s["resumed_from"] > 0 for s in segs[1:]), segs
+    # the user's rank order: by node name (its address), reversed
+    steps = r["steps"]
+    first = {x["host"]: x["rank"] for x in steps if x["world"] == 3 and x["t"] < r["t_kill"]}
+    assert first == {"C": 0, "B": 1, "A": 2}, first
+    two = {x["host"]: x["rank"] for x in steps if x["world"] == 2 and x["t"] > r["t_kill"]}
+    assert two == {"B": 0, "A": 1}, two
