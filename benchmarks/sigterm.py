@@ -151,8 +151,9 @@ def render(out: dict) -> None:
           "lapse (`keep_alive_interval` 5 s x `keep_alive_max_attempt` 3). What still closes it is "
           "an agent leaving by any other exception (out of restarts, a rendezvous timeout): "
           "`shutdown()` runs c10d's close op and every other agent exits with "
-          "RendezvousClosedError at its next rendezvous. hrw's `shutdown()` never closes the run "
-          "(a job ends when its workers finish), and on SIGTERM it ends its round at once. The "
+          "RendezvousClosedError at its next rendezvous. hrw's `shutdown()` does the same by torch's "
+          "contract (`close_on_shutdown`, default true; `false` lets the others re-form without "
+          "the agent, docs/torchrun.md), and on SIGTERM hrw ends its round at once. The "
           "simulator models both exits the same way (`Protocol.shutdown` on every exit but a "
           "signal's; an exited agent's keep-alives stop).", "",
           "Real times move from run to run on this 2-core machine (an earlier run today, SIGTERM "
