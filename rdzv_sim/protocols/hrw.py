@@ -37,7 +37,8 @@ class HrwSettings(ProtocolSettings):
     close_grace: NonNegativeFloat = Field(2.0, description="a stand-in closes if the designated closer is silent this long")
     hole_grace: NonNegativeFloat = Field(1.0, description="how long the closer waits for a slot's descriptor")
     probe_interval: PositiveFloat = Field(30.0, description="a waiter checks a running round's members this often")
-    probe_timeout: PositiveFloat = Field(15.0, description="no answer by then: every member is gone (> worker start)")
+    probe_timeout: PositiveFloat = Field(15.0, description="a member that has not answered by then is gone, and the "
+                                         "round ends (> worker start)")
     rank_order: RankOrder = Field("hrw", description="ranks by HRW score, by topology key, or kept across rounds (stable)")
     store_failover: bool = Field(False, description="a lost TCPStore is replaced by one on a member elected by HRW; "
                                  "every round then needs a majority of the last one")
@@ -137,10 +138,13 @@ class HrwProtocol(Protocol):
     def _await_end(self, rnd: int, node: NodeInfo, deadline: float):
         """Wait (no polling) for round `rnd` to end; True once it has, False at the deadline.
 
-        If every member of the round is dead, nobody is left to end it: so a waiter that has
-        waited `probe_interval` probes the members (a key they watch); if none answers within
-        `probe_timeout`, it ends the round itself. A round that never became ready within its
-        confirm window is ended the same way. Live members detect dead peers themselves.
+        A dead member may leave nobody to end the round (all dead), or leave a full round that
+        its survivors train on, unaware, while a spare waits. So a waiter that has waited
+        `probe_interval` probes the members (a key they watch; each answers with one add, the
+        last to answer says so); if not all of them answer within `probe_timeout`, it ends the
+        round itself, and the survivors re-form with it (torch's c10d does the same when a
+        member's keep-alives lapse). A round that never became ready within its confirm window is
+        ended the same way.
         """
         cfg = self.cfg
         began = yield Now()
@@ -375,9 +379,11 @@ class HrwProtocol(Protocol):
         return (yield Add(self._k(result.round, "waiting"), 0))
 
     def answer(self, result: RoundResult, watch: Watch, node: NodeInfo):
-        """A waiter asks whether anyone of this round is alive: say so, watch the next probe."""
+        """A waiter asks whether every member of this round is alive: count in, and the last
+        to count in says so; then watch the next probe."""
         probe = watch.arg
-        yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
+        if (yield Add(self._k(result.round, f"probe{probe}/acks"), 1)) >= result.nnodes:
+            yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
         return ("stay", probe + 1)
 
     @property
@@ -402,7 +408,7 @@ class HrwProtocol(Protocol):
         keys = [self._k(rnd, f"n{i}") for i in range(1, joined + 1)]
         keys += [self._k(rnd, f"a{i}") for i in range(1, count + 1)]
         for k in range(1, probes + 1):
-            keys += [self._k(rnd, f"probe{k}"), self._k(rnd, f"probe{k}/ack")]
+            keys += [self._k(rnd, f"probe{k}"), self._k(rnd, f"probe{k}/acks"), self._k(rnd, f"probe{k}/ack")]
         keys += [self._k(rnd, name) for name in ("seq", "ack", "ready", "waiting", "end", "probes")]
         return keys + [self._k(rnd, "closed")]
 

@@ -229,6 +229,26 @@ def test_a_spare_does_not_time_out(backend, store):
         job.close()
 
 
+def test_a_member_dies_while_a_spare_waits_the_others_re_form_with_the_spare(backend, store):
+    """c10d: the dead member's keep-alives lapse. hrw: the spare's probe goes unanswered by it."""
+    job = Job(backend, store, 2, 2, keep_alive_interval="1", keep_alive_max_attempt="2",
+              probe_interval="1", probe_timeout="2")
+    try:
+        a, b = job.handler("a"), job.handler("b")
+        [c.result() for c in (Call(a), Call(b))]
+        spare = Call(job.handler("spare"))
+        # a's process dies; what it ran in the background dies with it
+        if backend == "c10d":
+            a._stop_heartbeats()
+        else:
+            a._stop_watch()
+        until("b sees a reason to re-form", lambda: b.num_nodes_waiting() > 0)
+        infos = [Call(b).result(), spare.result()]
+        assert sorted(i.rank for i in infos) == [0, 1] and {i.world_size for i in infos} == {2}
+    finally:
+        job.close()
+
+
 def test_torchs_own_keys_and_stray_quotes_are_accepted(backend, store):
     """As torch's c10d tests and launcher write --rdzv-conf (torch's parser keeps the quotes)."""
     job = Job(backend, store, 1, 1)
