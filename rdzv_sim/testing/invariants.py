@@ -277,6 +277,39 @@ def one_store_per_epoch(events: pd.DataFrame) -> list[Violation]:
             for (r, k), v in sorted(seen.items()) if len(v) > 1]
 
 
+# exits by the handler's shutdown whose store took the close (store trouble may have lost it)
+CLOSING_EXITS = ("max_restarts", "agent_failed", "rendezvous_timeout", "rendezvous_closed")
+# after these the store may be a fresh one, without the close
+FRESH_STORE = ("job_requeued", "fault_store_crash", "store_failover", "store_member_lost")
+
+
+def closed_stays_closed(tables: dict, scenario) -> list[Violation]:
+    """torch's contract: once an agent's shutdown closed the rendezvous (hrw's
+    close_on_shutdown), no rendezvous that begins later completes, until the job is on a fresh
+    store. (A node already past its closed check may still finish the round it was in.)"""
+    if not getattr(scenario.protocol, "close_on_shutdown", False):
+        return []
+    ev = tables["events"]
+    exits = ev[ev["event"] == "agent_exit"]
+    closes = [t for t, d in zip(exits["t"], exits["detail"]) if _detail(d).get("reason") in CLOSING_EXITS]
+    if not closes:
+        return []
+    fresh = sorted(ev[ev["event"].isin(FRESH_STORE)]["t"].tolist())
+    begun = ev[ev["event"].isin(("rendezvous_start", "rank_assigned"))].sort_values("t", kind="stable")
+    out, start = [], {}
+    for t, node, e, rnd in zip(begun["t"], begun["node"], begun["event"], begun["round"]):
+        if e == "rendezvous_start":
+            start[node] = t
+            continue
+        t0 = start.get(node)
+        closed = [c for c in closes if t0 is not None and c < t0]
+        if closed and not any(closed[-1] <= f <= t for f in fresh):
+            out.append(Violation("closed_stays_closed", f"a rendezvous begun at {t0:.3f} completed at "
+                                 f"{t:.3f}, after an agent's shutdown closed it at {closed[-1]:.3f}",
+                                 None if pd.isna(rnd) else int(rnd), node))
+    return out
+
+
 def quorum_invariants(tables: dict, scenario) -> list[Violation]:
     """quorum protocol, over the Lighthouse's replay of the run: every group in a quorum is
     alive then; a group trains only once healed (it was in the quorum that restarted the job,
@@ -345,7 +378,7 @@ def _confirmed(t, sc):
 
 
 for _check in (ranks_follow_policy, lambda t, sc: hrw_moves_are_minimal(t["rounds"]), _confirmed,
-               lambda t, sc: one_store_per_epoch(t["events"])):
+               lambda t, sc: one_store_per_epoch(t["events"]), closed_stays_closed):
     register_invariant("hrw", _check)
 register_invariant("static", _confirmed)
 register_invariant("quorum", _confirmed)

@@ -259,3 +259,19 @@ def test_close_rules_of_static_and_c10d():
     assert c.close_due([0.1, 0.2, 0.3]) == 0.3 + SYNC_DELAY                 # the others' next sync
     assert c.close_due([0.1, 0.2]) == 0.2 + 2.0 + 2 * SYNC_DELAY            # deadline set once, at min
     assert c.close_due([0.1]) is None
+
+
+def test_closed_stays_closed_catches_a_round_begun_after_the_close():
+    """hrw with close_on_shutdown=false re-forms after an agent's error exit; read as if the
+    close had been on, that later round breaks torch's contract, and the checker says so."""
+    import rdzv_sim
+    from rdzv_sim.scenario import load
+    from rdzv_sim.testing.invariants import closed_stays_closed
+    fault = "faults=[{kind: agent_failure, node: 2, at: 30}]"
+    opened = rdzv_sim.run(load("sigterm-one-agent", ["protocol.name=hrw", fault, "protocol.close_on_shutdown=false"]))
+    closing = load("sigterm-one-agent", ["protocol.name=hrw", fault])
+    tables = {"events": opened.events, "rounds": opened.rounds}
+    bad = closed_stays_closed(tables, closing)
+    assert {v.node for v in bad} == {"node0", "node1"} and all(v.invariant == "closed_stays_closed" for v in bad)
+    closed = rdzv_sim.run(closing)
+    assert closed_stays_closed({"events": closed.events, "rounds": closed.rounds}, closing) == []
