@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from real_backend.process_tree import kill_tree, tree
+
 ADDRS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
 # one --rdzv-conf for both backends (issue 6); c10d ignores the hrw-only keys it does not know
 CONF = "join_timeout=60,last_call_timeout=2,close_timeout=10,is_host=false,read_timeout=10"
@@ -32,32 +34,7 @@ class DemoFailed(RuntimeError):
     """The demo did not reach a stage in time; the message carries the agents' last words."""
 
 
-def _tree(pid: int) -> list[int]:
-    """pid and all its descendants (Linux /proc): torchrun starts its workers in sessions of
-    their own, so killing the agent's process group alone would leave them running."""
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                stat = open(f"/proc/{d}/stat").read()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
-
-
-def _kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
-    for p in _tree(pid):
-        try:
-            os.kill(p, sig)
-        except ProcessLookupError:
-            pass
+_tree, _kill_tree = tree, kill_tree          # (the names its users import)
 
 
 def _steps(log: Path) -> list[dict]:

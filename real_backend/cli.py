@@ -19,6 +19,9 @@ def validate(
                                                help="A file from `rdzv-sim calibrate` to merge under the scenario."),
     torch_static: bool = typer.Option(False, "--torch-static",
                                       help="For a static scenario: the real side is torch's StaticTCPRendezvous."),
+    torchrun: bool = typer.Option(False, "--torchrun",
+                                  help="The real side is torchrun's own agents (--rdzv-backend=rdzv-sim), "
+                                       "for any protocol the plugin serves; faults: crash, restart, slow_join."),
 ):
     """Simulate the scenario and run it for real (processes, TCPStore, gloo), then compare."""
     from rdzv_sim.scenario.load import ScenarioError, load
@@ -36,7 +39,7 @@ def validate(
         _fail([f"validate needs the real backend and torch (pip install 'rdzv-sim[real]'): {e}"], 1)
     target = out or Path("reports/validation") / sc.name
     try:
-        verdict = do_validate(sc, target, torch_static=torch_static)
+        verdict = do_validate(sc, target, torch_static=torch_static, torchrun=torchrun)
     except ValueError as e:
         _fail([str(e)])
     t = Table(title=f"{sc.name}: simulated vs real", header_style="bold")

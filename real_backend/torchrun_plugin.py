@@ -315,7 +315,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
             else:                           # the round ended (another member left it): rejoin
                 self._waiting = max(1, self._waiting)
             self._emit(time.monotonic() - self._t0,
-                       O.Emit(reason, round=result.round, detail={"waiting": self._waiting}))
+                       O.Emit("reform_due", round=result.round, detail={"reason": reason, "waiting": self._waiting}))
 
 
 def create_handler(params: RendezvousParameters) -> ProtocolRendezvousHandler:

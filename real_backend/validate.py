@@ -117,9 +117,17 @@ def _html(out: Path, name: str, verdict: dict, table: pd.DataFrame) -> None:
         f"<a href='real/report.html'>real</a>.</p></body></html>")
 
 
-def validate(scenario, out: str | Path, torch_static: bool = False) -> dict:
+def _anchor(until):
+    from rdzv_sim.scenario.faults import After
+    return None if until is None or isinstance(until, After) else After(**until)
+
+
+def validate(scenario, out: str | Path, torch_static: bool = False, torchrun: bool = False,
+             until=None) -> dict:
     """Simulate and run for real, compare. `torch_static`: the real side of a `static` scenario
-    is torch's own StaticTCPRendezvous (as `c10d`'s always is torch's handler)."""
+    is torch's own StaticTCPRendezvous (as `c10d`'s always is torch's handler). `torchrun`: the
+    real side is torchrun's own agents with this project's handler (torchrun_run.py). `until`:
+    an anchor that ends the real run early once met (as `launcher.run_real`'s)."""
     sc = load(scenario)
     own = validator_of(sc.protocol.name)             # quorum: the real side is torchft's Lighthouse
     if own is not None:
@@ -128,8 +136,16 @@ def validate(scenario, out: str | Path, torch_static: bool = False) -> dict:
         raise ValueError(f"--torch-static compares the static model with torch's static "
                          f"rendezvous; this scenario runs {sc.protocol.name!r}")
     out = Path(out)
+    if torchrun:
+        if torch_static:
+            raise ValueError("--torch-static and --torchrun: choose one real side")
+        from .torchrun_run import TorchrunRun
+        agents = TorchrunRun(sc, out / "agents")        # refuses what it cannot run, before any output
+        agents.until = _anchor(until)
+        real = agents.run()                             # the agents' logs stay in out/agents
     out.mkdir(parents=True, exist_ok=True)
-    real = run_real(sc, torch_static=torch_static)     # node logs go to a temporary folder
+    if not torchrun:
+        real = run_real(sc, torch_static=torch_static, until=until)   # node logs: a temporary folder
     sim = run_sim(aligned(sc, real.events))
     plain = run_sim(sc)
     sim.save(out / "sim")
@@ -142,11 +158,13 @@ def validate(scenario, out: str | Path, torch_static: bool = False) -> dict:
     deterministic = spec.cls.deterministic
     verdict["protocol"], verdict["deterministic"] = sc.protocol.name, deterministic
     verdict["real_side"] = (f"torch's own {spec.cls.torch_counterpart} handler" if spec.cls.torch_counterpart else
-                            "torch StaticTCPRendezvous" if torch_static else "this project's protocol")
+                            "torch StaticTCPRendezvous" if torch_static else
+                            "torchrun's agents, --rdzv-backend=rdzv-sim" if torchrun else "this project's protocol")
     verdict["passed"] = (not deterministic) or (verdict["same_round_count"] and verdict["same_members_and_ranks"])
     lines = [f"# Validation of {sc.name}: simulated vs real", "",
-             f"Protocol `{sc.protocol.name}`, {sc.cluster.nodes} nodes (real: one process each on "
-             f"127.0.0.x, a real TCPStore, gloo). Rebuild: `rdzv-sim validate {sc.name}`.", "",
+             f"Protocol `{sc.protocol.name}`, {sc.cluster.nodes} nodes (real: "
+             f"{'a torchrun agent' if torchrun else 'one process'} each on 127.0.0.x, a real TCPStore, "
+             f"gloo). Rebuild: `rdzv-sim validate {sc.name}{' --torchrun' if torchrun else ''}`.", "",
              "| check | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in verdict.items()]
     lines += ["", "## Rendezvous latency per node and round (seconds)", "",
