@@ -215,17 +215,22 @@ class RealRun:
                 steps += [(a.at, lambda a=a: self.apply(a)) for a in actions]
         return sorted(steps, key=lambda s: s[0])
 
-    def node_rows(self) -> list[tuple]:
-        """The nodes' trace lines so far, as event rows (a line cut short is skipped)."""
-        rows = []
-        for f in sorted(self.dir.glob("node*.jsonl")):
+    def lines(self, pattern: str) -> list[dict]:
+        """The JSON lines of the run folder's files matching `pattern` (a line cut short by
+        SIGKILL, or still being written, is skipped)."""
+        out = []
+        for f in sorted(self.dir.glob(pattern)):
             for line in f.read_text().splitlines():
                 try:
-                    d = json.loads(line)
+                    out.append(json.loads(line))
                 except json.JSONDecodeError:
-                    continue                      # a line cut short by SIGKILL, or still being written
-                rows.append((d["t"], d["node"], d["event"], d["round"], d["rank"], d["world_size"], d["detail"]))
-        return rows
+                    continue
+        return out
+
+    def node_rows(self) -> list[tuple]:
+        """The nodes' trace lines so far, as event rows."""
+        return [(d["t"], d["node"], d["event"], d["round"], d["rank"], d["world_size"], d["detail"])
+                for d in self.lines("node*.jsonl")]
 
     def trace_events(self) -> list[tuple]:
         """The nodes' events so far in time order, as `met_at` reads them."""
@@ -252,6 +257,16 @@ class RealRun:
                 steps += [(met + a.at, lambda a=a: self.apply(a)) for a in actions]
         self.waiting = still
         return steps
+
+    def play(self, steps) -> None:
+        """Do the planned steps at their times, and the waiting faults' once their anchors are met."""
+        while steps or (self.waiting and self.now() < self.sc.duration):
+            steps = sorted(steps + self.met(), key=lambda s: s[0])
+            if steps and steps[0][0] <= self.now():
+                steps.pop(0)[1]()
+                continue
+            delay = steps[0][0] - self.now() if steps else 0.05
+            time.sleep(min(delay, 0.05) if self.waiting else delay)
 
     def apply(self, a) -> None:
         """Do one timeline action to the real processes."""
@@ -349,13 +364,7 @@ class RealRun:
             for i in range(self.sc.cluster.nodes):
                 self.standby.ready(self.name(i))
             self.t0 = time.monotonic()                 # the run's clock starts with all loaded
-            while steps or (self.waiting and self.now() < self.sc.duration):
-                steps = sorted(steps + self.met(), key=lambda s: s[0])
-                if steps and steps[0][0] <= self.now():
-                    steps.pop(0)[1]()
-                    continue
-                delay = steps[0][0] - self.now() if steps else 0.05
-                time.sleep(min(delay, 0.05) if self.waiting else delay)
+            self.play(steps)
             remaining = self.sc.duration - self.now()
             end = time.monotonic() + max(0.0, remaining)
             while time.monotonic() < end and any(p.is_alive() for p in self.procs.values()) \

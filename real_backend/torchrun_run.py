@@ -11,7 +11,6 @@ after an event of the agents' traces. The result has the simulator's tables.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -95,30 +94,15 @@ class TorchrunRun(RealRun):
 
     def node_rows(self) -> list[tuple]:
         """The handlers' trace lines, on the launcher's clock (their wall time)."""
-        rows = []
-        for f in sorted(self.dir.glob("*.trace.jsonl")):
-            for line in f.read_text().splitlines():
-                try:
-                    d = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                rows.append((d["wall"] - self.t0_wall, d["node"], d["event"], d["round"], d["rank"],
-                             d["world_size"], d["detail"]))
-        return rows
+        return [(d["wall"] - self.t0_wall, d["node"], d["event"], d["round"], d["rank"], d["world_size"],
+                 d["detail"]) for d in self.lines("*.trace.jsonl")]
 
     def run(self):
         self.start_store()
         self.t0, self.t0_wall = time.monotonic(), time.time()
         t_start = time.perf_counter()
         try:
-            steps = self.plan()
-            while steps or (self.waiting and self.now() < self.sc.duration):
-                steps = sorted(steps + self.met(), key=lambda s: s[0])
-                if steps and steps[0][0] <= self.now():
-                    steps.pop(0)[1]()
-                    continue
-                delay = steps[0][0] - self.now() if steps else 0.05
-                time.sleep(min(delay, 0.05) if self.waiting else delay)
+            self.play(self.plan())
             while self.now() < self.sc.duration and not self.done() \
                     and any(p.poll() is None for p in self.agents.values()):
                 time.sleep(0.1)

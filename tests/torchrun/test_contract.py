@@ -26,8 +26,9 @@ pytestmark = pytest.mark.real
 # backend -> (--rdzv-backend, its own --rdzv-conf); c10d reads whole seconds
 BACKENDS = {"c10d": ("c10d", {}),
             "hrw": ("hrw", {}),
-            "sorted": ("rdzv-sim", {"protocol": "sorted"})}        # tests/userproto's protocol
-ELASTIC = list(BACKENDS)
+            "sorted": ("rdzv-sim", {"protocol": "sorted"}),       # tests/userproto's protocol
+            "static": ("rdzv-sim", {"protocol": "static"})}       # fixed ranks: not elastic
+ELASTIC = ["c10d", "hrw", "sorted"]
 # how a waiting call ends when the job is closed: c10d's pending ones exit "gracefully"
 CLOSED = (RendezvousClosedError, RendezvousGracefulExitError)
 
@@ -61,6 +62,19 @@ class Job:
         h = get_rendezvous_handler(self.params(name, **conf))
         self.handlers.append(h)
         return h
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def formed(self, *names):
+        """Handlers for `names`, once they have formed a round together."""
+        hs = [self.handler(n) for n in names]
+        for c in [Call(h) for h in hs]:
+            c.result()
+        return hs
 
     def close(self):
         for h in self.handlers:
@@ -107,8 +121,7 @@ def backend(request):
 
 # --- the positive contract -----------------------------------------------------------
 def test_the_registry_finds_it_and_the_info_has_distinct_ranks_and_a_working_store(backend, store):
-    job = Job(backend, store, 2, 2)
-    try:
+    with Job(backend, store, 2, 2) as job:
         a, b = job.handler("a"), job.handler("b")
         assert a.get_run_id() == job.run_id and a.get_backend() == BACKENDS[backend][0]
         infos = [c.result() for c in (Call(a), Call(b))]
@@ -118,51 +131,37 @@ def test_the_registry_finds_it_and_the_info_has_distinct_ranks_and_a_working_sto
         infos[0].store.set("x", b"1")
         assert infos[1].store.get("x") == b"1"              # one store for the round's agents
         assert a.num_nodes_waiting() == 0 and not a.is_closed()
-    finally:
-        job.close()
 
 
 def test_min_nodes_then_the_last_call_forms_the_round(backend, store):
-    job = Job(backend, store, 2, 3)
-    try:
+    with Job(backend, store, 2, 3) as job:
         calls = [Call(job.handler(n)) for n in "ab"]
         infos = [c.result() for c in calls]                 # no third node: the last call ends it
         assert {i.world_size for i in infos} == {2}
-    finally:
-        job.close()
 
 
 def test_too_few_nodes_time_out_at_the_join_timeout(backend, store):
-    job = Job(backend, store, 2, 2, join_timeout="2")
-    try:
+    with Job(backend, store, 2, 2, join_timeout="2") as job:
         with pytest.raises(RendezvousTimeoutError):
             Call(job.handler("a")).result()
-    finally:
-        job.close()
 
 
 def test_a_late_node_is_admitted_in_the_next_round(backend, store):
     if backend == "c10d":
         pytest.skip("torch 2.13's c10d, sharing its TCPStore with the workers (the default), leaves "
                     "a late non-zero rank waiting for MASTER_ADDR, which nobody writes there")
-    job = Job(backend, store, 2, 3)
-    try:
-        a, b = job.handler("a"), job.handler("b")
-        [c.result() for c in (Call(a), Call(b))]
+    with Job(backend, store, 2, 3) as job:
+        a, b = job.formed("a", "b")
         late = Call(job.handler("c"))
         until("the members see the late node", lambda: a.num_nodes_waiting() > 0 and b.num_nodes_waiting() > 0)
         again = [Call(a), Call(b)]                          # torchrun's agents restart the round
         infos = [c.result() for c in again] + [late.result()]
         assert sorted(i.rank for i in infos) == [0, 1, 2] and {i.world_size for i in infos} == {3}
-    finally:
-        job.close()
 
 
 def test_scale_down_a_member_gone_the_others_form_a_smaller_round(backend, store):
-    job = Job(backend, store, 2, 3, keep_alive_interval="1", keep_alive_max_attempt="2")
-    try:
-        hs = [job.handler(n) for n in "abc"]
-        [c.result() for c in [Call(h) for h in hs]]
+    with Job(backend, store, 2, 3, keep_alive_interval="1", keep_alive_max_attempt="2") as job:
+        hs = job.formed("a", "b", "c")
         # c's agent is gone (killed: torch's launcher skips shutdown on a signal); a and b's
         # workers failed with it, and they rendezvous again. c10d's handler keeps a keep-alive
         # thread, which a killed process would take with it: stop it
@@ -170,72 +169,53 @@ def test_scale_down_a_member_gone_the_others_form_a_smaller_round(backend, store
             hs[2]._stop_heartbeats()
         infos = [c.result() for c in (Call(hs[0]), Call(hs[1]))]
         assert sorted(i.rank for i in infos) == [0, 1] and {i.world_size for i in infos} == {2}
-    finally:
-        job.close()
 
 
 # --- what hrw missed before (issue 36, items 1-4 and 6) --------------------------------
 def test_closed_while_waiting_raises_at_once(backend, store):
     """api.py: next_rendezvous blocks until the rendezvous completes *or is closed*."""
-    job = Job(backend, store, 2, 2, join_timeout="600")
-    try:
+    with Job(backend, store, 2, 2, join_timeout="600") as job:
         waiting = Call(job.handler("a"))
         time.sleep(0.5)                                     # (a is in its wait, or about to be)
         job.handler("b").set_closed()
         with pytest.raises(CLOSED):
             waiting.result(within=60)                       # not at the 600 s join timeout
-    finally:
-        job.close()
 
 
 def test_shutdown_closes_the_rendezvous_for_everyone(backend, store):
-    job = Job(backend, store, 1, 3)
-    try:
-        a, b = job.handler("a"), job.handler("b")
-        [c.result() for c in (Call(a), Call(b))]
+    with Job(backend, store, 1, 3) as job:
+        a, b = job.formed("a", "b")
         a.shutdown()
         until("b sees it closed", b.is_closed)             # (c10d's state is cached for 1 s)
         with pytest.raises(RendezvousClosedError):
             Call(job.handler("late")).result()
-    finally:
-        job.close()
 
 
 def test_num_nodes_waiting_counts_every_late_node(backend, store):
-    job = Job(backend, store, 2, 4)
-    try:
-        a, b = job.handler("a"), job.handler("b")
-        [c.result() for c in (Call(a), Call(b))]
+    with Job(backend, store, 2, 4) as job:
+        a, b = job.formed("a", "b")
         Call(job.handler("c"))
         until("c is counted", lambda: a.num_nodes_waiting() >= 1)
         Call(job.handler("d"))
         until("c and d are counted", lambda: a.num_nodes_waiting() == 2 and b.num_nodes_waiting() == 2)
-    finally:
-        job.close()
 
 
 def test_a_spare_does_not_time_out(backend, store):
     """torch: test_no_timeout_for_redundant_node. The round is full; the third node waits."""
-    job = Job(backend, store, 2, 2, join_timeout="2")
-    try:
-        a, b = job.handler("a"), job.handler("b")
-        [c.result() for c in (Call(a), Call(b))]
+    with Job(backend, store, 2, 2, join_timeout="2") as job:
+        a, b = job.formed("a", "b")
         spare = Call(job.handler("spare"))
         assert not spare.done.wait(3 * 2 + 2), spare.error   # well past its join timeout
         a.set_closed()                                       # and it ends when the job does
         with pytest.raises(CLOSED):
             spare.result(within=60)
-    finally:
-        job.close()
 
 
 def test_a_member_dies_while_a_spare_waits_the_others_re_form_with_the_spare(backend, store):
     """c10d: the dead member's keep-alives lapse. hrw: the spare's probe goes unanswered by it."""
-    job = Job(backend, store, 2, 2, keep_alive_interval="1", keep_alive_max_attempt="2",
-              probe_interval="1", probe_timeout="2")
-    try:
-        a, b = job.handler("a"), job.handler("b")
-        [c.result() for c in (Call(a), Call(b))]
+    with Job(backend, store, 2, 2, keep_alive_interval="1", keep_alive_max_attempt="2",
+              probe_interval="1", probe_timeout="2") as job:
+        a, b = job.formed("a", "b")
         spare = Call(job.handler("spare"))
         # a's process dies; what it ran in the background dies with it
         if backend == "c10d":
@@ -245,19 +225,14 @@ def test_a_member_dies_while_a_spare_waits_the_others_re_form_with_the_spare(bac
         until("b sees a reason to re-form", lambda: b.num_nodes_waiting() > 0)
         infos = [Call(b).result(), spare.result()]
         assert sorted(i.rank for i in infos) == [0, 1] and {i.world_size for i in infos} == {2}
-    finally:
-        job.close()
 
 
 def test_torchs_own_keys_and_stray_quotes_are_accepted(backend, store):
     """As torch's c10d tests and launcher write --rdzv-conf (torch's parser keeps the quotes)."""
-    job = Job(backend, store, 1, 1)
-    try:
+    with Job(backend, store, 1, 1) as job:
         h = job.handler("a", store_type="tcp", keep_alive_interval="5", keep_alive_max_attempt="3",
                         use_libuv="true", **{"'join_timeout": "60", "timeout": "30'"})
         assert Call(h).result().world_size == 1
-    finally:
-        job.close()
 
 
 @pytest.mark.parametrize("value", ["0", "-10"])
@@ -285,15 +260,9 @@ def test_the_protocols_own_settings_and_errors(store):
 
 
 def test_static_serves_fixed_ranks_from_node_rank(store):
-    job = Job("hrw", store, 2, 2)
-    BACKENDS["static"] = ("rdzv-sim", {"protocol": "static"})
-    try:
-        job.backend = "static"
+    with Job("static", store, 2, 2) as job:
         with pytest.raises(ValueError, match="needs each node's rank"):
             job.handler("a")
         hs = [job.handler(n, rank=str(r)) for n, r in (("x", 1), ("y", 0))]
         infos = [c.result() for c in (Call(hs[0]), Call(hs[1]))]
         assert [i.rank for i in infos] == [1, 0] and {i.world_size for i in infos} == {2}
-    finally:
-        BACKENDS.pop("static")
-        job.close()
