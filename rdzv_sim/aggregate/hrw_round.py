@@ -4,8 +4,8 @@ It follows the operations `rdzv_sim.protocols.hrw` makes, phase by phase, for al
 once (the per-operation runtime interleaves them request by request):
   join     check(P/closed) -> compare_set(round) -> add(seq) -> set(n{slot})  (slots in the
            store's FIFO order)
-  watch    every joiner watches `closed` (those below min_nodes also `n{min}` and `P/closed`,
-           then `closed` again once n{min} is written)
+  watch    every joiner watches `closed` (those below min_nodes also `n{min}`, `P/closed` and
+           `end`, then `closed` again once n{min} is written)
   close    the max_nodes-th joiner at once, else the min_nodes-th after last_call_timeout:
            add(seq, 0), compare_set(closed), check(slots), multi_get(descs), multi_set(assigns)
   confirm  each member watches its assignment, add(ack); the last to ack compare_sets `ready`;
@@ -67,6 +67,7 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     early = order[:min_nodes - 1]
     fifo.serve(t_join[early] + lat[early], k)                  # those below min: n{min} too,
     fifo.serve(t_join[early] + lat[early], k)                  # and P/closed,
+    fifo.serve(t_join[early] + lat[early], k)                  # and their round's `end`,
     t_min = d3[order[min_nodes - 1]]                           # and, once it is written,
     fifo.serve(np.maximum(t_min, t_join[early] + lat[early]) + 2 * lat[early], k)   # closed again
     if n >= max_nodes and t_join[order[max_nodes - 1]] <= t_join[order[min_nodes - 1]] + last_call:

@@ -101,6 +101,8 @@ class HrwProtocol(Protocol):
             yield Set(self._k(rnd, f"n{slot}"), node.encode())
             yield Emit("join", round=rnd, detail={"slot": slot})
             count = yield from self._await_closure(rnd, slot, node, deadline)
+            if count < 0:                       # the round was ended before it closed: the next
+                continue
             if slot <= count:
                 text = yield from self._first(watch_key(self._k(rnd, f"a{slot}")), cfg.close_grace
                                               + cfg.hole_grace + cfg.confirm_timeout)
@@ -182,7 +184,10 @@ class HrwProtocol(Protocol):
         return value if idx == 0 else None
 
     def _await_closure(self, rnd: int, slot: int, node: NodeInfo, deadline: float):
-        """Wait until round `rnd` is closed (closing it when this node should); return its count."""
+        """Wait until round `rnd` is closed (closing it when this node should); return its count,
+        or -1 if the round was ended first (a joiner below min_nodes waits for the min_nodes-th
+        descriptor, and a slot whose descriptor never came, its set lost, leaves that hole until
+        a waiter ends the round as stale: then join the next one, not wait out the deadline)."""
         cfg = self.cfg
         closed = self._k(rnd, "closed")
         if slot > cfg.max_nodes:
@@ -197,12 +202,15 @@ class HrwProtocol(Protocol):
             # sleep until the min_nodes-th joiner arrives (no polling), or the deadline
             now = yield Now()
             idx, value = yield FirstOf(watch_key(closed), watch_key(self._k(rnd, f"n{cfg.min_nodes}")),
-                                       watch_key(self.prefix + "closed"), Sleep(max(0.0, deadline - now)))
+                                       watch_key(self.prefix + "closed"), watch_key(self._k(rnd, "end")),
+                                       Sleep(max(0.0, deadline - now)))
             if isinstance(value, BaseException):
                 raise value
             if idx == 2:
                 raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} was closed while {node.name} waited")
             if idx == 3:
+                return -1
+            if idx == 4:
                 raise RendezvousTimeout(f"fewer than min_nodes={cfg.min_nodes} joined in time")
         while True:
             text = yield from self._first(watch_key(closed), cfg.last_call_timeout + cfg.close_grace)

@@ -213,8 +213,8 @@ def test_a_spare_does_not_time_out(backend, store):
 
 def test_a_member_dies_while_a_spare_waits_the_others_re_form_with_the_spare(backend, store):
     """c10d: the dead member's keep-alives lapse. hrw: the spare's probe goes unanswered by it."""
-    with Job(backend, store, 2, 2, keep_alive_interval="1", keep_alive_max_attempt="2",
-              probe_interval="1", probe_timeout="2") as job:
+    with Job(backend, store, 2, 2, keep_alive_interval="2", keep_alive_max_attempt="3",
+              probe_interval="1", probe_timeout="3") as job:
         a, b = job.formed("a", "b")
         spare = Call(job.handler("spare"))
         # a's process dies; what it ran in the background dies with it
@@ -222,7 +222,7 @@ def test_a_member_dies_while_a_spare_waits_the_others_re_form_with_the_spare(bac
             a._stop_heartbeats()
         else:
             a._stop_watch()
-        until("b sees a reason to re-form", lambda: b.num_nodes_waiting() > 0)
+        until("b sees a reason to re-form", lambda: b.num_nodes_waiting() > 0, within=180)
         infos = [Call(b).result(), spare.result()]
         assert sorted(i.rank for i in infos) == [0, 1] and {i.world_size for i in infos} == {2}
 
