@@ -52,6 +52,8 @@ def real_config(sc, workdir: Path) -> TorchftRun:
 def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
     """The stall, heal and rejoin of the first kill and restart, from the groups' step records."""
     kill = cfg.faults[0]
+    if kill.killed is not None:               # when the run did it (an anchored fault's times)
+        kill = GroupFault(kill.group, kill.killed, kill.restarted)
     survivors = [g for g in range(cfg.groups) if all(f.group != g for f in cfg.faults)]
     normal = statistics.median(r["t"] - r["t0"] for r in steps if r["committed"] and not r["healed"])
     out = {"step_s": normal}

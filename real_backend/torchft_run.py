@@ -36,8 +36,11 @@ def available() -> str | None:
 @dataclass
 class GroupFault:
     group: int
-    kill_at: float                 # seconds after the start
+    kill_at: float                 # seconds after the start (or after the anchor)
     restart_at: float | None = None
+    after_steps: int | None = None  # the anchor: every group has committed this many steps
+    killed: float | None = None    # when it was done (seconds after the start), by the run
+    restarted: float | None = None
 
 
 @dataclass
@@ -53,6 +56,7 @@ class TorchftRun:
     timeout: float = 5.0           # the Manager's collective / commit / heal timeout
     faults: list[GroupFault] = field(default_factory=list)
     workdir: Path | None = None
+    settle_steps: int | None = None  # end once every group committed this many after the last fault
 
 
 def _replica(args) -> None:
@@ -105,7 +109,7 @@ def _replica(args) -> None:
     optim = Optimizer(manager, opt)
     x = torch.randn(8, 64)
     tails = [0.0]                              # recent steps' backward and all-reduce
-    while time.monotonic() < args.until:
+    while time.monotonic() < args.until and not (args.stop_file and os.path.exists(args.stop_file)):
         t0 = time.monotonic()
         before = healed["n"]
         optim.zero_grad()                      # the quorum (and healing, here, synchronously)
@@ -149,29 +153,53 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
     for p in logs:
         p.write_text("")
     events = [{"t": 0.0, "event": "start", "group": g} for g in range(cfg.groups)]
+    stop = work / "STOP"
+    stop.unlink(missing_ok=True)
+
+    def commits(g, after=-1.0):
+        """Steps group g committed so far (after `after`, seconds from the start)."""
+        return sum(1 for line in logs[g].read_text().splitlines()
+                   if '"committed": true' in line and json.loads(line)["t"] - start > after)
 
     def spawn(g):
         env = dict(os.environ, GLOO_SOCKET_IFNAME=os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
         cmd = [sys.executable, "-m", "real_backend.torchft_run", "replica", "--group", str(g),
                "--lighthouse", lighthouse.address(), "--log", str(logs[g]), "--until", repr(until),
                "--step-time", repr(cfg.step_time), "--state-mb", repr(cfg.state_mb),
-               "--timeout", repr(cfg.timeout), "--min-replicas", str(cfg.min_replicas)]
+               "--timeout", repr(cfg.timeout), "--min-replicas", str(cfg.min_replicas),
+               "--stop-file", str(stop)]
         with open(work / f"g{g}.err", "a") as err:          # the child keeps its own copy
             return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
 
     procs = {g: spawn(g) for g in range(cfg.groups)}
-    todo = sorted([(f.kill_at, "kill", f.group) for f in cfg.faults]
-                  + [(f.restart_at, "restart", f.group) for f in cfg.faults if f.restart_at is not None])
+    todo = [(f, "kill", f.kill_at) for f in cfg.faults]
+    todo += [(f, "restart", f.restart_at) for f in cfg.faults if f.restart_at is not None]
+    anchors: dict[int, float] = {}             # after_steps -> when every group had committed them
     try:
-        for at, what, g in todo:
-            time.sleep(max(0.0, start + at - time.monotonic()))
+        while todo and time.monotonic() < until:
             now = time.monotonic() - start
-            if what == "kill":
-                procs[g].send_signal(signal.SIGKILL)
-                procs[g].wait()
-            else:
-                procs[g] = spawn(g)
-            events.append({"t": now, "event": what, "group": g})
+            for n in {f.after_steps for f, _, _ in todo if f.after_steps is not None} - set(anchors):
+                if all(commits(g) >= n for g in range(cfg.groups)):
+                    anchors[n] = now
+            due = [(f, what, at) for f, what, at in todo
+                   if (0.0 if f.after_steps is None else anchors.get(f.after_steps, now + 1e9)) + at <= now]
+            for f, what, at in sorted(due, key=lambda d: d[1] != "kill"):
+                todo.remove((f, what, at))
+                if what == "kill":
+                    procs[f.group].send_signal(signal.SIGKILL)
+                    procs[f.group].wait()
+                    f.killed = now
+                else:
+                    procs[f.group] = spawn(f.group)
+                    f.restarted = now
+                events.append({"t": now, "event": what, "group": f.group})
+            time.sleep(0.05)
+        last = max((e["t"] for e in events), default=0.0)
+        while cfg.settle_steps and time.monotonic() < until:
+            if all(commits(g, last) >= cfg.settle_steps for g in range(cfg.groups)):
+                stop.touch()
+                break
+            time.sleep(0.1)
         for p in procs.values():
             p.wait(timeout=max(1.0, until - time.monotonic() + cfg.timeout + 30))
     finally:
@@ -203,6 +231,7 @@ def main(argv=None) -> None:
     r.add_argument("--state-mb", type=float, default=64.0)
     r.add_argument("--timeout", type=float, default=5.0)
     r.add_argument("--min-replicas", type=int, default=1)
+    r.add_argument("--stop-file", default=None)
     d = sub.add_parser("demo")
     d.add_argument("--out", default="runs/torchft")
     args = ap.parse_args(argv)

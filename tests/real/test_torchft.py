@@ -10,9 +10,11 @@ pytestmark = [pytest.mark.real, pytest.mark.skipif(available() is not None, reas
 
 def test_survivors_train_on_and_the_killed_group_heals_back(tmp_path):
     from real_backend.quorum_validate import measure_real
-    cfg = TorchftRun(groups=3, duration=24.0, step_time=0.2, state_mb=8.0, join_timeout=1.0,
-                     heartbeat_timeout=1.0, faults=[GroupFault(1, kill_at=11.0, restart_at=14.0)],
-                     workdir=tmp_path)
+    # group 1 is killed 1 s after every group has committed 10 steps, back 3 s later; the run
+    # ends once every group has committed 10 more (the duration is only the limit)
+    cfg = TorchftRun(groups=3, duration=240.0, step_time=0.2, state_mb=8.0, join_timeout=1.0,
+                     heartbeat_timeout=1.0, settle_steps=10, workdir=tmp_path,
+                     faults=[GroupFault(1, kill_at=1.0, restart_at=4.0, after_steps=10)])
     steps, events = run_torchft(cfg)
     m = measure_real(steps, cfg)
     # the survivors never restart: their step counter never goes back, and they train on
@@ -24,6 +26,6 @@ def test_survivors_train_on_and_the_killed_group_heals_back(tmp_path):
         assert len({r["pid"] for r in mine}) == 1
         assert any(r["committed"] and r["replicas"] == ["g0", "g2"] for r in mine)
     # the restarted group healed from a live peer before it committed a step with them
-    back = [r for r in steps if r["group"] == 1 and r["t0"] > 14.0]
+    back = [r for r in steps if r["group"] == 1 and r["t0"] > cfg.faults[0].restarted]
     assert back and back[0]["heal"] and back[0]["step"] > 10
     assert all(r["replicas"] == ["g0", "g1", "g2"] for r in back if r["committed"])
