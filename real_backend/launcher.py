@@ -26,7 +26,7 @@ from rdzv_sim.scenario.timeline import late_starts, timeline
 
 from . import node as node_mod
 from .proxy import FaultProxy
-from .runtime import SUPPORTS
+from .runtime import missing_ops
 from .standby import Standby
 
 # fault kinds the real launcher cannot do, and why
@@ -416,7 +416,7 @@ def refuse(sc) -> None:
     """Say before anything starts that the real runtime cannot run this protocol: it yields
     operations the runtime does not have, and no torch handler stands in for it."""
     spec = get(sc.protocol.name)
-    missing = sorted(op.__name__ for op in spec.needs - SUPPORTS)
+    missing = missing_ops(spec)
     if missing and not spec.cls.torch_counterpart:
         raise ValueError(f"protocol {spec.name!r} needs {', '.join(missing)}, which the real "
                          "runtime does not give; run it in the simulator only")
@@ -438,7 +438,11 @@ def run_real(scenario, workdir=None, store_port: int | None = None,
     `rdzv_sim.scenario.faults.After`, e.g. `{"after": "round_complete", "round": 2, "plus": 2}`)
     that ends the run early once met; the scenario's duration stays the limit."""
     run = RealRun(scenario, workdir, store_port=store_port, torch_static=torch_static)
-    if until is not None:
-        from rdzv_sim.scenario.faults import After
-        run.until = until if isinstance(until, After) else After(**until)
+    run.until = anchor(until)
     return run.run()
+
+
+def anchor(until):
+    """`until` (None, a dict or an `After`) as an `After`, or None."""
+    from rdzv_sim.scenario.faults import After
+    return None if until is None or isinstance(until, After) else After(**until)

@@ -37,6 +37,11 @@ SUPPORTS = frozenset({*O.STORE_OPS, O.Now, O.WallClock, O.Emit, O.Sleep, O.Rando
                       O.FirstOf, O.Local, O.StartWorkers, O.StopWorkers, O.StoreAddress, O.UseStore})
 
 
+def missing_ops(spec) -> list[str]:
+    """The operations protocol `spec` yields that this runtime does not give, by name."""
+    return sorted(op.__name__ for op in spec.needs - SUPPORTS)
+
+
 class Signals:
     """Local signals ("workers_failed", "peer_failed"), set from other threads."""
 

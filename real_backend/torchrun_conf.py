@@ -19,6 +19,8 @@ from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloa
 
 from rdzv_sim.protocols.registry import ProtocolError, get, specs
 
+from .runtime import missing_ops
+
 log = logging.getLogger("real_backend.torchrun_plugin")
 
 # torch's keys (c10d's handler, its TCPStore backend, etcd-v2's, torchrun's own) that the
@@ -73,7 +75,6 @@ def _value_error(e: ValidationError, conf: dict, prefix: str = "--rdzv-conf") ->
 def parse(params, backend: str, protocol: str | None = None):
     """(the protocol's spec, its settings, the handler's settings) from torchrun's parameters.
     `protocol`: the one the backend name fixes (`hrw`), else `protocol=` in the conf."""
-    from .runtime import SUPPORTS
     conf = _unquoted(dict(params.config))
     if protocol is not None and conf.get("protocol", protocol) != protocol:
         raise ValueError(f"--rdzv-conf protocol={conf['protocol']!r}: --rdzv-backend={backend} runs "
@@ -84,7 +85,7 @@ def parse(params, backend: str, protocol: str | None = None):
     except ProtocolError:
         raise ValueError(f"--rdzv-conf protocol={name!r}: not a registered protocol; served: "
                          f"{served()}") from None
-    why = not_served(spec, SUPPORTS)
+    why = not_served(spec)
     if why:
         raise ValueError(f"--rdzv-conf protocol={name!r}: {why}")
     own = set(spec.settings.model_fields) - COMMON
@@ -120,13 +121,13 @@ def parse(params, backend: str, protocol: str | None = None):
     return spec, settings, handler
 
 
-def not_served(spec, supports) -> str | None:
+def not_served(spec) -> str | None:
     """Why the handler cannot run protocol `spec` for real (None: it can)."""
     if spec.cls.torch_counterpart:
         return f"torch's own --rdzv-backend={spec.cls.torch_counterpart} is that protocol"
     if not spec.cls.torchrun:
         return f"protocol {spec.name!r} does not run under torchrun's agent ({spec.cls.torchrun_why})"
-    missing = sorted(op.__name__ for op in spec.needs - supports)
+    missing = missing_ops(spec)
     if missing:
         return f"protocol {spec.name!r} needs {', '.join(missing)}, which the real runtime does not give"
     return None
@@ -134,5 +135,4 @@ def not_served(spec, supports) -> str | None:
 
 def served() -> list[str]:
     """The registered protocols the handler can run."""
-    from .runtime import SUPPORTS
-    return sorted(n for n, spec in specs().items() if not_served(spec, SUPPORTS) is None)
+    return sorted(n for n, spec in specs().items() if not_served(spec) is None)

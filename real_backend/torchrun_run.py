@@ -21,7 +21,6 @@ from rdzv_sim.scenario.load import load
 
 from .launcher import RealRun
 from .process_tree import kill_tree
-from .runtime import SUPPORTS
 from .torchrun_conf import not_served
 
 KINDS = {"crash", "restart", "slow_join"}
@@ -36,7 +35,7 @@ class TorchrunRun(RealRun):
 
     def __init__(self, scenario, workdir=None):
         sc = load(scenario)                 # refused before anything is written
-        why = not_served(get(sc.protocol.name), SUPPORTS)
+        why = not_served(get(sc.protocol.name))
         if why:
             raise ValueError(f"validate --torchrun: {why}")
         bad = sorted({f.kind for f in sc.faults} - KINDS)

@@ -23,7 +23,7 @@ from rdzv_sim.api import run as run_sim
 from rdzv_sim.protocols.registry import get
 from rdzv_sim.scenario.load import load
 
-from .launcher import run_real
+from .launcher import anchor, run_real
 from .parts import validator_of
 from . import quorum_validate as _quorum  # noqa: F401 - registers the quorum protocol's validate
 
@@ -117,11 +117,6 @@ def _html(out: Path, name: str, verdict: dict, table: pd.DataFrame) -> None:
         f"<a href='real/report.html'>real</a>.</p></body></html>")
 
 
-def _anchor(until):
-    from rdzv_sim.scenario.faults import After
-    return None if until is None or isinstance(until, After) else After(**until)
-
-
 def validate(scenario, out: str | Path, torch_static: bool = False, torchrun: bool = False,
              until=None) -> dict:
     """Simulate and run for real, compare. `torch_static`: the real side of a `static` scenario
@@ -141,7 +136,7 @@ def validate(scenario, out: str | Path, torch_static: bool = False, torchrun: bo
             raise ValueError("--torch-static and --torchrun: choose one real side")
         from .torchrun_run import TorchrunRun
         agents = TorchrunRun(sc, out / "agents")        # refuses what it cannot run, before any output
-        agents.until = _anchor(until)
+        agents.until = anchor(until)
         real = agents.run()                             # the agents' logs stay in out/agents
     out.mkdir(parents=True, exist_ok=True)
     if not torchrun:

@@ -42,7 +42,7 @@ def test_validate_through_torchrun_agents_matches_the_simulator(protocol, tmp_pa
 def test_validate_torchrun_refuses_what_it_cannot_do(tmp_path):
     scenario = tmp_path / "sc.yaml"
     scenario.write_text(CRASH_AND_BACK.replace("PROTOCOL", "hrw")
-                        + "  - {kind: pause, node: 2, at: 5, duration: 2}\n")
+                        + "  - {kind: pause, node: 2, at: {after: round_complete, round: 0, plus: 1}, duration: 2}\n")
     r = subprocess.run([sys.executable, "-m", "rdzv_sim", "validate", str(scenario), "--torchrun",
                         "-o", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "Traceback" not in r.stderr
