@@ -1,7 +1,6 @@
 """torchft's Lighthouse: which replica groups form each step's quorum, and when.
 
-`QuorumRules.decide` is the Lighthouse's rule (torchft `quorum_compute`, read from its
-source): a *fast* quorum whenever every member of the last quorum asks again (newcomers that
+`QuorumRules.decide` (`rules.py`) is the Lighthouse's rule (torchft `quorum_compute`): a *fast* quorum whenever every member of the last quorum asks again (newcomers that
 asked ride along); otherwise at least `min_replicas` participants, more than half of the
 groups still heartbeating, and either every heartbeating group asked or `join_timeout` passed
 since the first asked. A group heartbeats while it lives and for `heartbeat_timeout` after.
@@ -20,31 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .rules import QuorumRules
+
 INF = float("inf")
-
-
-@dataclass(frozen=True)
-class QuorumRules:
-    min_replicas: int = 1
-    join_timeout: float = 60.0
-    heartbeat_timeout: float = 5.0
-    tick: float = 0.1
-
-    def decide(self, now: float, asked: dict, beating: set, prev: frozenset | None):
-        """The quorum at `now` (a frozenset of groups) or None. `asked`: group -> time it
-        asked; `beating`: the groups whose heartbeat is fresh; `prev`: the last quorum."""
-        healthy = {g: t for g, t in asked.items() if g in beating}
-        if prev and all(g in healthy for g in prev):
-            return frozenset(healthy)                          # fast quorum
-        if len(healthy) < self.min_replicas or len(healthy) <= len(beating) // 2:
-            return None
-        if len(healthy) < len(beating) and now < min(healthy.values()) + self.join_timeout:
-            return None                                        # wait for the stragglers
-        return frozenset(healthy)
-
-    def on_tick(self, t: float) -> float:
-        """The first Lighthouse tick at or after t (it looks again every `tick` seconds)."""
-        return math.ceil(t / self.tick - 1e-9) * self.tick
 
 
 @dataclass(frozen=True)
