@@ -108,3 +108,45 @@ def test_bad_settings_are_refused_by_path(field, value, path):
                  faults=lambda n: fault_schedules(n, horizon=60.0)))
 def test_quorum_invariants_hold_under_random_faults(sc):
     check_run(sc, liveness=False)
+
+
+def test_a_quorum_forms_on_the_request_that_completes_it():
+    """torchft runs a tick on every request: the last group's ask forms the quorum at once,
+    not at the next timer tick."""
+    lh = Lighthouse(QuorumRules(tick=0.1), Costs(step_time=1.0), duration=100.0)
+    lh.replay([(0, 0.0, 1.03, math.inf), (1, 0.0, 1.07, math.inf)])
+    assert lh.quorums[0].t == 1.07
+
+
+def test_a_restarted_group_is_a_new_replica_as_torchft_counts_it():
+    """torchft's Manager gives every start a new replica id: a group back within the
+    heartbeat timeout is no fast-quorum member, and its old life's heartbeat holds the quorum
+    back until it goes stale. The replay's quorum is the sans-IO Lighthouse's, fed the same
+    requests and heartbeats (the old life's last heartbeat at its death)."""
+    from rdzv_sim.protocols.quorum import LighthouseState, Member
+    rules = QuorumRules(min_replicas=1, join_timeout=60.0, heartbeat_timeout=5.0, tick=0.1)
+    lh = Lighthouse(rules, Costs(step_time=1.0, quorum_cost=0.0), duration=200.0)
+    lh.replay([(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, 100.5), (2, 0.0, 1.0, math.inf),
+               (1, 100.8, 101.0, math.inf)])
+    after = [q for q in lh.quorums if q.t > 100.5]
+    s = LighthouseState(rules)
+    for r in ("g0", "g1a", "g2"):              # every group heartbeats from 0, asks at 1
+        s.heartbeat(0.0, r)
+    for r in ("g0", "g1a", "g2"):
+        s.request(1.0, Member(r))
+    s.heartbeat(100.5, "g1a")                  # its last: it dies then
+    s.heartbeat(100.8, "g1b")                  # the new life's Manager is up
+    failed = 101.0                             # the survivors' step fails at its end
+    for r in ("g0", "g2"):
+        s.heartbeat(failed, r)
+    s.request(failed, Member("g1b"))           # the new life asks at 101.0
+    s.request(failed, Member("g0"))
+    assert s.request(failed, Member("g2")) is None      # not fast: g1a is not asking
+    t = failed
+    for _ in range(100):                       # the timer's ticks, until it forms
+        if (q := s.tick(t)) is not None:
+            break
+        t = rules.on_tick(t + rules.tick / 2)
+    assert q.ids == ["g0", "g1b", "g2"]
+    assert after[0].t == q.t == rules.on_tick(100.5 + 5.0)
+    assert sorted(after[0].groups) == [0, 1, 2]

@@ -1,9 +1,12 @@
 """torchft's Lighthouse: which replica groups form each step's quorum, and when.
 
-`QuorumRules.decide` (`rules.py`) is the Lighthouse's rule (torchft `quorum_compute`): a *fast* quorum whenever every member of the last quorum asks again (newcomers that
-asked ride along); otherwise at least `min_replicas` participants, more than half of the
-groups still heartbeating, and either every heartbeating group asked or `join_timeout` passed
-since the first asked. A group heartbeats while it lives and for `heartbeat_timeout` after.
+`QuorumRules.decide` (`rules.py`) is the Lighthouse's rule (torchft `quorum_compute`): a
+*fast* quorum whenever every member of the last quorum asks again (newcomers that asked ride
+along); otherwise at least `min_replicas` participants, more than half of the replicas still
+heartbeating, and either every heartbeating replica asked or `join_timeout` passed since the
+first asked. A life heartbeats while it lives and for `heartbeat_timeout` after; a restarted
+group is a new replica (torchft's Manager adds a fresh uuid to its id), so its old life counts
+as a silent replica until its heartbeat goes stale.
 
 `Lighthouse.replay(lives)` drives those rules over the groups' lives (when each group's
 workers ran), event by event, never step by step: between two changes every step's quorum
@@ -81,7 +84,9 @@ class Lighthouse:
         self.detect = {(g, d): k for g, b, u, d, k in lives}
         self.beats: dict[int, float] = {}       # group -> heartbeating, not yet asking (since)
         self.live: dict[int, float] = {}        # group -> when it came up (it asks then)
-        self.dead: dict[int, float] = {}        # group -> when its heartbeat goes stale
+        # a dead life -> when its heartbeat goes stale: torchft's Manager gives every start a
+        # new replica id, so a restarted group's old life still counts until then
+        self.dead: dict[tuple, float] = {}
         self.holders: set = set()               # live groups holding the trained state
         self.members: frozenset = frozenset()
         self.prev: frozenset | None = None
@@ -98,7 +103,6 @@ class Lighthouse:
                 self._down(g, t)
             elif kind == 1:
                 self.beats[g] = t
-                self.dead.pop(g, None)
             else:
                 self._up(g, t)
         self._until(self.duration)
@@ -145,22 +149,26 @@ class Lighthouse:
         return None
 
     def _beating(self, t: float) -> set:
-        return set(self.live) | set(self.beats) | {g for g, until in self.dead.items() if until > t}
+        return set(self.live) | set(self.beats) | {x for x, until in self.dead.items() if until > t}
 
     def _asked(self, c: float) -> dict:
-        """The groups asking at c and since when (after a death, the survivors ask once
-        their step failed)."""
+        """The groups asking at c and since when: a member of the last quorum asks again
+        once its step failed, a newcomer since it came up (torchft's join time)."""
         since = self.failed_at if self.phase == "failure" else 0.0
-        return {g: max(u, since) for g, u in self.live.items() if u <= c}
+        return {g: max(u, since) if g in self.members else u for g, u in self.live.items() if u <= c}
 
     def _formation(self, t: float):
-        """When, before t, the Lighthouse forms a quorum (None: not before t). Its answer can
-        change only when a group comes up, a heartbeat goes stale or a join timeout ends."""
+        """When, before t, the Lighthouse forms a quorum (None: not before t). A request
+        runs a tick at once (torchft), so a quorum can form the instant a group asks; a
+        heartbeat going stale or a join timeout ending is seen at the next timer tick."""
         since = max(self.since, self.failed_at if self.phase == "failure" else 0.0)
-        points = {since, *self.live.values(), *self.dead.values(), *self.beats.values()}
-        if self.live:
-            points.add(min(self._asked(INF).values()) + self.rules.join_timeout)
-        for c in sorted({self.rules.on_tick(max(p, since)) for p in points}):
+        asked = self._asked(INF)
+        ticks = {since, *self.dead.values(), *self.beats.values()}
+        if asked:
+            ticks.add(min(asked.values()) + self.rules.join_timeout)
+        points = {c for c in asked.values() if c >= since}
+        points |= {self.rules.on_tick(max(p, since)) for p in ticks}
+        for c in sorted(points):
             if c >= t:
                 return None
             if self.rules.decide(c, self._asked(c), self._beating(c), self.prev) is not None:
@@ -189,7 +197,7 @@ class Lighthouse:
     def _form(self, t: float, groups: frozenset, cause: str) -> None:
         restart = not (self.holders & groups)
         joined = groups - self.holders if not restart else frozenset()
-        left = (self.prev or frozenset()) - groups
+        left = frozenset(x[0] if isinstance(x, tuple) else x for x in self.prev or ()) - groups
         self.quorums.append(QuorumRecord(len(self.quorums) + 1, t, groups, joined, left, restart,
                                          "restart" if restart and self.quorums else cause,
                                          self.broken_at))
@@ -216,7 +224,10 @@ class Lighthouse:
         self.live.pop(g, None)
         self.beats.pop(g, None)
         self.holders.discard(g)
-        self.dead[g] = t + self.rules.heartbeat_timeout
+        self.dead = {x: until for x, until in self.dead.items() if until > t}
+        self.dead[(g, t)] = t + self.rules.heartbeat_timeout
+        if self.prev and g in self.prev:          # the last quorum's member is that dead life
+            self.prev = (self.prev - {g}) | {(g, t)}
         if g not in self.members:
             return
         noticed = t + self.detect.get((g, t), self.costs.detection)
@@ -240,4 +251,3 @@ class Lighthouse:
     def _up(self, g: int, t: float) -> None:
         self.live[g] = t
         self.beats.pop(g, None)
-        self.dead.pop(g, None)
