@@ -25,6 +25,7 @@ from rdzv_sim.scenario.faults import met_at
 from rdzv_sim.scenario.timeline import late_starts, timeline
 
 from . import node as node_mod
+from .process_tree import signal_now
 from .proxy import FaultProxy
 from .runtime import missing_ops
 from .standby import Standby
@@ -325,7 +326,7 @@ class RealRun:
     def _sig(self, i, sig, event, detail=None):
         p = self.procs.get(self.name(i))
         if p is not None and p.is_alive():
-            os.kill(p.pid, sig)
+            signal_now(p.pid, sig)
             self.record(self.name(i), event, detail)
 
     def _store_sig(self, sig, event, detail=None):
@@ -339,7 +340,7 @@ class RealRun:
             self.record("store", event, detail)
             return
         if self.store_proc is not None and self.store_proc.is_alive():
-            os.kill(self.store_proc.pid, sig)
+            signal_now(self.store_proc.pid, sig)
             self.record("store", event, detail)
 
     def _usr1(self, i):

@@ -150,7 +150,13 @@ class EtcdCluster:
         p.wait()
 
     def pause(self, name: str) -> None:
-        os.killpg(self.procs[name].pid, signal.SIGSTOP)
+        """SIGSTOP the member and return once every thread of it has stopped."""
+        from ..process_tree import stopped
+        pid = self.procs[name].pid
+        os.killpg(pid, signal.SIGSTOP)
+        end = time.monotonic() + 30.0
+        while not stopped(pid) and time.monotonic() < end:
+            time.sleep(0.001)
 
     def resume(self, name: str) -> None:
         os.killpg(self.procs[name].pid, signal.SIGCONT)
