@@ -44,6 +44,7 @@ class RoundTiming:
     t_closed: float            # when the round's `closed` key was written
     t_assigned: float          # when the assignments were written
     t_confirm: np.ndarray      # per member (slot order): its ack's reply
+    t_ack: np.ndarray          # per member (slot order): its ack sent ("confirmed")
     t_rank: np.ndarray         # per member (slot order): rank known
 
 
@@ -102,7 +103,7 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     t_ready = fifo.one(t_confirm[last] + ml[last], 2 * k + 2)  # compare_set(ready, "", "ok")
     watch[last] = fifo.one(t_ready + 2 * ml[last], k)          # its watch, after the CAS reply
     t_rank = np.maximum(watch, t_ready) + ml
-    return RoundTiming(order, t_join, members, late, closer, t_closed, t_assigned, t_confirm, t_rank)
+    return RoundTiming(order, t_join, members, late, closer, t_closed, t_assigned, t_confirm, got, t_rank)
 
 
 class HrwRounds(RoundModel):
@@ -249,7 +250,7 @@ class HrwRounds(RoundModel):
             self.published = order
         rank = {m: i for i, m in enumerate(order)}
         ranks = [rank[n] for n in member_names]
-        tr.record_many(rt.t_confirm.tolist(), member_names, "confirmed", r, ranks=ranks)
+        tr.record_many(rt.t_ack.tolist(), member_names, "confirmed", r, ranks=ranks)
         self.sizes_of[r] = (len(order_ix), len(order))
         job.formed(Formed(r, member_names, ranks, rt.t_rank.tolist(),
                           [self.joiners[n] for n in member_names], len(order), names[rt.closer],

@@ -350,8 +350,11 @@ class HrwProtocol(Protocol):
         round stands ("ok", by the last to confirm) or failed ("failed", by anyone who gave up
         waiting). A member that wakes up late cannot revive a round that was given up."""
         ready = self._k(result.round, "ready")
-        acks = yield Add(self._k(result.round, "ack"), 1)
+        # recorded as the ack is sent, as static does: a real trace's times are each process's
+        # own, and a member descheduled after its ack landed would record it after the others
+        # saw the barrier open (a rank given "before" its confirmation)
         yield Emit("confirmed", round=result.round, rank=result.rank)
+        acks = yield Add(self._k(result.round, "ack"), 1)
         if acks == result.nnodes:
             yield CompareSet(ready, "", "ok")
         verdict = yield from self._first(watch_key(ready), self.cfg.confirm_timeout)
