@@ -166,6 +166,13 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
                "mttr_s": float((failures["detection_s"] + failures["rendezvous_s"]
                                 + failures["checkpoint_load_s"]).mean()) if len(failures) else float("nan")}
     summary.update({f"lost_{k}_s": v for k, v in lost.items()})
+    st = lh.steps
+    first = lh.quorums[0].t if lh.quorums else d
+    summary.update({"steps_attempted": st.attempted, "steps_committed": st.committed,
+                    "steps_failed": st.failed,
+                    "step_efficiency": st.committed / st.attempted if st.attempted else float("nan"),
+                    "groups_per_step": st.group_steps / st.committed if st.committed else float("nan"),
+                    "wall_per_step_s": (d - first) / st.committed if st.committed else float("nan")})
     table = pd.DataFrame([{"round": rnd, "t0": u, "t1": min(dn, d), "hosts": size, "hosts_used": size,
                            "throughput": share_g[rnd] / share_t[rnd] if share_t.get(rnd) else 0.0,
                            "rate": 1.0, "saved_s": share_t.get(rnd, 0.0)}

@@ -150,3 +150,28 @@ def test_a_restarted_group_is_a_new_replica_as_torchft_counts_it():
     assert q.ids == ["g0", "g1b", "g2"]
     assert after[0].t == q.t == rules.on_tick(100.5 + 5.0)
     assert sorted(after[0].groups) == [0, 1, 2]
+
+
+def test_step_counts_are_torchfts_on_a_run_whose_steps_are_known():
+    """Two groups, 1 s steps, 1 s to reconfigure: the first quorum forms at 1 s (both ask), so
+    steps end at 3, 4, ..., 100 s: 98 commit. Group 1 dies at 50.5 s: the step in flight
+    (50-51 s) fails; 48 steps had committed (3..50 s). Its old heartbeat keeps group 0 from a
+    majority until it goes stale (55.5 s); group 0 alone reconfigures until 56.5 s and commits
+    the steps ending at 57.5, ..., 99.5 s: 43 more."""
+    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0)
+    rules = QuorumRules(min_replicas=1, heartbeat_timeout=5.0, tick=0.1)
+    calm = Lighthouse(rules, costs, duration=100.0).replay([(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, math.inf)])
+    assert (calm.steps.committed, calm.steps.failed, calm.steps.group_steps) == (98, 0, 196)
+    lh = Lighthouse(rules, costs, duration=100.0).replay([(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, 50.5)])
+    assert [q.t for q in lh.quorums] == [1.0, 55.5]
+    assert (lh.steps.committed, lh.steps.failed, lh.steps.attempted) == (48 + 43, 1, 92)
+    assert lh.steps.group_steps == 48 * 2 + 43
+
+
+def test_the_summary_of_a_quorum_run_counts_its_steps():
+    r = run(scenario(faults=[{"kind": "crash", "node": 3, "at": 25}]))
+    s = r.summary.iloc[0]
+    assert s["steps_attempted"] == s["steps_committed"] + s["steps_failed"]
+    assert s["steps_failed"] == 1 and s["steps_committed"] > 0
+    assert s["step_efficiency"] == s["steps_committed"] / s["steps_attempted"]
+    assert 1 < s["groups_per_step"] < r.scenario.protocol.groups(r.scenario.max_nodes)

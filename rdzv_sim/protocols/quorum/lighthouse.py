@@ -64,6 +64,19 @@ class QuorumRecord:
 
 
 @dataclass
+class Steps:
+    """torchft's step counts over a replay: a step commits when its quorum's all-reduce ends
+    with every member alive; a member's death fails the step in flight."""
+    committed: int = 0
+    failed: int = 0
+    group_steps: int = 0       # sum over committed steps of the groups in them
+
+    @property
+    def attempted(self) -> int:
+        return self.committed + self.failed
+
+
+@dataclass
 class Lighthouse:
     rules: QuorumRules
     costs: Costs
@@ -97,6 +110,7 @@ class Lighthouse:
         self.joining: frozenset = frozenset()   # members healing: they contribute once healed
         self.broken_at = None                   # the first member's death since the last quorum
         self.trained = False                    # a training segment has been cut
+        self.steps = Steps()
         for t, kind, g in ev:
             self._until(t)
             if kind == 0:
@@ -118,6 +132,12 @@ class Lighthouse:
             groups = self.members if k != "idle" else frozenset(self.live)
             self.segments.append(Segment(self.since, t, k, groups, self.span))
             self.trained = self.trained or k == "train"
+            if k == "train":                    # the steps that ended in it committed
+                step = self.costs.step
+                n = (math.floor((t - self.origin) / step + 1e-9)
+                     - math.floor((self.since - self.origin) / step + 1e-9))
+                self.steps.committed += n
+                self.steps.group_steps += n * len(groups)
         self.since = max(self.since, t)
 
     def _boundary(self, t: float) -> float:
@@ -231,6 +251,8 @@ class Lighthouse:
         if g not in self.members:
             return
         noticed = t + self.detect.get((g, t), self.costs.detection)
+        if self.phase in ("train", "heal", "reconf", "load"):
+            self.steps.failed += 1              # the step in flight (or about to start) fails
         if self.phase == "train":
             # the step in flight fails: its work since the last boundary is lost, and the
             # survivors see it no sooner than at its all-reduce, the step's end
