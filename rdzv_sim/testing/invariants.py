@@ -313,7 +313,8 @@ def closed_stays_closed(tables: dict, scenario) -> list[Violation]:
 def quorum_invariants(tables: dict, scenario) -> list[Violation]:
     """quorum protocol, over the Lighthouse's replay of the run: every group in a quorum is
     alive then; a group trains only once healed (it was in the quorum that restarted the job,
-    or a heal of at least heal_time followed the quorum it joined); a group's failure is
+    or a heal of at least heal_time followed the quorum it joined, stalled or, with the async
+    quorum, alongside the others' training); a group's failure is
     absorbed by the others (their lives go on through the new quorum)."""
     from ..training.quorum import replay
     p = scenario.protocol
@@ -352,7 +353,11 @@ def quorum_invariants(tables: dict, scenario) -> list[Violation]:
                 if t <= seg.t0 + 1e-9 and seg.t1 - t >= heal - 1e-6:
                     pending.pop(g)
         elif seg.kind == "train":
-            for g in seg.groups:
+            for g in seg.healing:                # async quorum: it heals while the others train
+                t = pending.get(g)
+                if t is not None and seg.t1 - t >= heal - 1e-6:
+                    pending.pop(g)
+            for g in seg.groups - seg.healing:
                 if g in pending:
                     out.append(Violation("heals_before_it_counts", f"group {g} trains from {seg.t0:.3f} "
                                          "before it healed"))

@@ -40,7 +40,7 @@ def lighthouse_for(sc):
     detection = min(a.peer_crash_detection or p.timeout, p.timeout)
     rules = QuorumRules(p.min_replicas, p.quorum_join_timeout, p.heartbeat_timeout, p.quorum_tick)
     costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
-                  tr.load_time if tr is not None else 0.0)
+                  tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync)
     return Lighthouse(rules, costs, sc.duration)
 
 
@@ -108,7 +108,7 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     tr = sc.training or Training(checkpoint_cost=0.0)     # no training section: no checkpoints
     size, full = p.group_size, sc.cluster.nodes
     lh, life = replay(events, rounds, sc, spans)
-    qf = p.step_time / (p.step_time + p.quorum_cost)
+    qf = 1.0 if p.async_quorum else p.step_time / (p.step_time + p.quorum_cost)
     lost = dict.fromkeys(QUORUM_LOST, 0.0)
     good = saved_total = 0.0
     started = False
@@ -144,18 +144,21 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
         saved_total += w.saved
         for s in segs:
             dt = s.t1 - s.t0
-            f = throughput(len(s.groups) * size, full, tr)
+            working = s.groups - s.healing          # a healing group (async) contributes nothing
+            f = throughput(len(working) * size, full, tr)
+            e_heal = len(s.healing) * size / full
             useful = f * qf * dt
             good += keep * useful
             lost["checkpoint_stall"] += stall * useful
             lost["recompute"] += redo * useful
             lost["quorum"] += f * (1 - qf) * dt
-            lost["running_smaller"] += (1 - f) * dt
-            for g in s.groups:
+            lost["heal"] += e_heal * dt
+            lost["running_smaller"] += (1 - f - e_heal) * dt
+            for g in working:
                 rnd = _round_at(by_group.get(g, ()), s.t0)
                 if rnd is not None:
-                    share_t[rnd] = share_t.get(rnd, 0.0) + keep * dt / len(s.groups)
-                    share_g[rnd] = share_g.get(rnd, 0.0) + keep * useful / len(s.groups)
+                    share_t[rnd] = share_t.get(rnd, 0.0) + keep * dt / len(working)
+                    share_g[rnd] = share_g.get(rnd, 0.0) + keep * useful / len(working)
     quorums = quorums_table(lh, size)
     failures = _interruptions(lh, life, size)
     summary = {"ettr": saved_total / d, "goodput": good / d, "interruptions": int(len(failures)),

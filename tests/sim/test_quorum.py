@@ -175,3 +175,39 @@ def test_the_summary_of_a_quorum_run_counts_its_steps():
     assert s["steps_failed"] == 1 and s["steps_committed"] > 0
     assert s["step_efficiency"] == s["steps_committed"] / s["steps_attempted"]
     assert 1 < s["groups_per_step"] < r.scenario.protocol.groups(r.scenario.max_nodes)
+
+
+def test_async_quorum_heals_alongside_and_the_healthy_groups_do_not_wait():
+    """torchft's use_async_quorum: a recovering group heals while the others train (it is in
+    the step's collectives, contributing nothing) and contributes from the boundary after its
+    heal. 1 s steps, 1 s to reconfigure, 2.5 s to heal. Groups 0 and 1 form at 1 s; by
+    init_sync group 1 heals from group 0 while group 0 trains (2-5 s); group 2 comes up at
+    10.3 s, joins at the 11 s boundary and heals during 12-15 s while 0 and 1 train on."""
+    costs = Costs(step_time=1.0, quorum_cost=0.5, reconfigure=1.0, heal=2.5, overlap=True)
+    lh = Lighthouse(QuorumRules(tick=0.1), costs, duration=30.0).replay(
+        [(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, math.inf), (2, 10.0, 10.3, math.inf)])
+    assert [q.t for q in lh.quorums] == [1.0, 11.0]
+    assert not [s for s in lh.segments if s.kind == "heal"]
+    healing = [(s.t0, s.t1, sorted(s.healing)) for s in lh.segments if s.healing]
+    assert healing == [(2.0, 5.0, [1]), (12.0, 15.0, [2])]
+    # steps (the quorum call overlaps: a step is step_time) end at 3..11 and 13..30
+    assert lh.steps.committed == 9 + 18
+    assert lh.steps.group_steps == 3 * 1 + 6 * 2 + 3 * 2 + 15 * 3
+    sync = Lighthouse(QuorumRules(tick=0.1), Costs(step_time=1.0, quorum_cost=0.5, reconfigure=1.0,
+                                                   heal=2.5), duration=30.0).replay(
+        [(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, math.inf), (2, 10.0, 10.3, math.inf)])
+    assert [(s.t0, s.t1) for s in sync.segments if s.kind == "heal"][0] == (1.0, 4.5)
+
+
+def test_async_quorum_is_the_default_and_charges_heal_to_the_healing_group_only():
+    base = {**BASE, "protocol": {**BASE["protocol"], "quorum_cost": 0.05}}
+    faults = [{"kind": "crash", "at": 20, "node": 2}, {"kind": "restart", "at": 25, "node": 2}]
+    a = run({**base, "faults": faults}).summary.iloc[0]
+    s = run({**base, "faults": faults, "protocol": {**base["protocol"], "async_quorum": False}}).summary.iloc[0]
+    assert a["lost_quorum_s"] == 0 < s["lost_quorum_s"]
+    # sync: every group waits for the heal; async: only the healing group's share is lost
+    assert 0 < a["lost_heal_s"] < s["lost_heal_s"]
+    assert a["goodput"] > s["goodput"]
+    for r in (a, s):
+        total = r["goodput"] * 60 + sum(r[c] for c in r.index if c.startswith("lost_"))
+        assert total == pytest.approx(60)

@@ -36,10 +36,13 @@ class Costs:
     detection: float = 0.0          # seconds until a dead member fails the survivors' step
                                     # (a life may say its own: a vanished host's is longer)
     load: float = 0.0               # seconds to load a checkpoint (a restart without live state)
+    overlap: bool = False           # torchft's use_async_quorum: the quorum call and a joiner's
+                                    # heal overlap the step (the healthy groups do not wait)
+    init_sync: bool = True          # torchft's init_sync: the first quorum syncs all groups but one
 
     @property
     def step(self) -> float:
-        return self.step_time + self.quorum_cost
+        return self.step_time + (0.0 if self.overlap else self.quorum_cost)
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class Segment:
     kind: str                  # train, failure (a lost step and the wait), heal, load, idle
     groups: frozenset          # the groups engaged in it (training, stalled, healing, loading)
     span: int                  # which restart from a checkpoint it belongs to
+    healing: frozenset = frozenset()   # members of a training segment still healing (async
+                                       # quorum): in its collectives, contributing nothing
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,7 @@ class Lighthouse:
         self.span = -1
         self.failed_at = None                   # a member died: the time its step failed
         self.joining: frozenset = frozenset()   # members healing: they contribute once healed
+        self.healed = INF                       # async: when the healing members contribute
         self.broken_at = None                   # the first member's death since the last quorum
         self.trained = False                    # a training segment has been cut
         self.steps = Steps()
@@ -130,14 +136,15 @@ class Lighthouse:
         if t > self.since:
             k = self.phase
             groups = self.members if k != "idle" else frozenset(self.live)
-            self.segments.append(Segment(self.since, t, k, groups, self.span))
+            healing = self.joining if k == "train" else frozenset()
+            self.segments.append(Segment(self.since, t, k, groups, self.span, healing))
             self.trained = self.trained or k == "train"
             if k == "train":                    # the steps that ended in it committed
                 step = self.costs.step
                 n = (math.floor((t - self.origin) / step + 1e-9)
                      - math.floor((self.since - self.origin) / step + 1e-9))
                 self.steps.committed += n
-                self.steps.group_steps += n * len(groups)
+                self.steps.group_steps += n * len(groups - healing)
         self.since = max(self.since, t)
 
     def _boundary(self, t: float) -> float:
@@ -157,11 +164,16 @@ class Lighthouse:
         """The next internal change before t: (time, what) or None."""
         if self.phase in ("heal", "load", "reconf") and self.resume <= t:
             return (self.resume, "resume")
-        if self.phase == "train" and any(g not in self.members for g in self.live):
-            # newcomers asked; the members ask again at their next step boundary: a fast quorum
-            b = max(self._boundary(min(u for g, u in self.live.items() if g not in self.members)),
-                    self.since)
-            return (b, "join") if b <= t else None
+        if self.phase == "train":
+            due = []
+            if self.joining:                    # healing alongside (async): they contribute
+                due.append((self.healed, "healed"))     # from the boundary after their heal
+            if any(g not in self.members for g in self.live):
+                # newcomers asked; the members ask again at their next step boundary: a fast quorum
+                due.append((max(self._boundary(min(u for g, u in self.live.items()
+                                                   if g not in self.members)), self.since), "join"))
+            nxt = min(due, default=None)
+            return nxt if nxt is not None and nxt[0] <= t else None
         if self.phase in ("idle", "failure"):
             when = self._formation(t)
             if when is not None:
@@ -201,9 +213,15 @@ class Lighthouse:
         if what == "resume":
             self._cut(when)
             self.phase, self.origin = "train", when
-            if self.joining:
+            if self.joining and not self.costs.overlap:
                 self.holders |= self.joining
                 self.joining = frozenset()
+            self.healed = self._boundary(when + self.costs.heal)
+            return
+        if what == "healed":
+            self._cut(when)
+            self.holders |= self.joining
+            self.joining = frozenset()
             return
         if what == "join":
             self._cut(when)
@@ -225,17 +243,26 @@ class Lighthouse:
         self.prev = self.members = groups
         self.failed_at = None
         c = self.costs
+        sync = c.init_sync and len(groups) > 1
         if restart:
             self.span += 1
             self.holders = set(groups)
             self.joining = frozenset()
-            # the job's first quorum syncs every group but one from it (torchft's init_sync)
-            stall = c.reconfigure + ((c.heal if len(groups) > 1 else 0.0) if not self.trained else c.load)
-            self.phase = "load" if self.trained else "heal"
+            if self.trained:
+                stall, self.phase = c.reconfigure + c.load, "load"
+            elif c.overlap:
+                # the first quorum syncs every group but one from it (init_sync), alongside
+                if sync:
+                    self.holders = {min(groups)}
+                    self.joining = frozenset(groups - self.holders)
+                stall, self.phase = c.reconfigure, "reconf"
+            else:
+                stall, self.phase = c.reconfigure + (c.heal if sync else 0.0), "heal"
         else:
             self.joining = joined
-            stall = c.reconfigure + (c.heal if joined else 0.0)
-            self.phase = "heal" if joined else "reconf"
+            heal = c.heal if joined and not c.overlap else 0.0
+            stall = c.reconfigure + heal
+            self.phase = "heal" if joined and not c.overlap else "reconf"
         self.since, self.resume = t, t + stall
         if stall <= 0:
             self._act((t, "resume"))

@@ -40,6 +40,11 @@ class QuorumSettings(HrwSettings):
     state_bytes: NonNegativeFloat = Field(0.0, description="one replica's training state, which a recovering group "
                                           "fetches from a live peer, spread evenly over its hosts")
     heal_bandwidth: PositiveFloat = Field(25e9, description="bytes/s each host of a healing group fetches at")
+    async_quorum: bool = Field(True, description="torchft Manager's use_async_quorum: the quorum call and a "
+                               "recovering group's heal overlap the step, so the healthy groups do not wait "
+                               "for it (the healing group trains along, contributing nothing, until healed)")
+    init_sync: bool = Field(True, description="torchft Manager's init_sync: the job's first quorum syncs every "
+                            "group but one from it")
     timeout: PositiveFloat = Field(60.0, description="torchft Manager's timeout: a step whose collective hangs "
                                    "on a group that vanished fails after it (a killed process's fails as "
                                    "fast as the group's own peers notice it)")
