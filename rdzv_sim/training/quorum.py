@@ -40,7 +40,7 @@ def lighthouse_for(sc):
     detection = min(a.peer_crash_detection or p.timeout, p.timeout)
     rules = QuorumRules(p.min_replicas, p.quorum_join_timeout, p.heartbeat_timeout, p.quorum_tick)
     costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
-                  tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync)
+                  tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync, p.sync_every)
     return Lighthouse(rules, costs, sc.duration)
 
 
@@ -108,7 +108,8 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     tr = sc.training or Training(checkpoint_cost=0.0)     # no training section: no checkpoints
     size, full = p.group_size, sc.cluster.nodes
     lh, life = replay(events, rounds, sc, spans)
-    qf = 1.0 if p.async_quorum else p.step_time / (p.step_time + p.quorum_cost)
+    work = p.sync_every * p.step_time
+    qf = 1.0 if p.async_quorum else work / (work + p.quorum_cost)
     lost = dict.fromkeys(QUORUM_LOST, 0.0)
     good = saved_total = 0.0
     started = False

@@ -211,3 +211,18 @@ def test_async_quorum_is_the_default_and_charges_heal_to_the_healing_group_only(
     for r in (a, s):
         total = r["goodput"] * 60 + sum(r[c] for c in r.index if c.startswith("lost_"))
         assert total == pytest.approx(60)
+
+
+def test_sync_every_k_steps_sees_a_failure_at_the_sync_and_loses_the_interval():
+    """LocalSGD / DiLoCo (sync_every = 5, 1 s steps): groups sync at 7, 12, ..., 47, 52 s.
+    Group 1 dies at 50.5 s: group 0 learns it at the 52 s sync, the interval since 47 s is
+    lost (5 failed steps), and group 0 alone (its peer's heartbeat stale at 55.5 s) restarts
+    its syncs at 56.5 s: 56.5 + 5k <= 100 gives 8 more intervals."""
+    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, sync_every=5)
+    rules = QuorumRules(min_replicas=1, heartbeat_timeout=5.0, tick=0.1)
+    lh = Lighthouse(rules, costs, duration=100.0).replay([(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, 50.5)])
+    assert [q.t for q in lh.quorums] == [1.0, 55.5]
+    fail = [s for s in lh.segments if s.kind == "failure"][0]
+    assert (fail.t0, fail.t1) == (47.0, 55.5)
+    assert (lh.steps.committed, lh.steps.failed) == (9 * 5 + 8 * 5, 5)
+    assert lh.steps.group_steps == 9 * 5 * 2 + 8 * 5

@@ -39,10 +39,12 @@ class Costs:
     overlap: bool = False           # torchft's use_async_quorum: the quorum call and a joiner's
                                     # heal overlap the step (the healthy groups do not wait)
     init_sync: bool = True          # torchft's init_sync: the first quorum syncs all groups but one
+    sync_every: int = 1             # steps between synchronisations (LocalSGD / DiLoCo)
 
     @property
     def step(self) -> float:
-        return self.step_time + (0.0 if self.overlap else self.quorum_cost)
+        """Seconds between two quorums: `sync_every` steps and, unless it overlaps, the call."""
+        return self.sync_every * self.step_time + (0.0 if self.overlap else self.quorum_cost)
 
 
 @dataclass(frozen=True)
@@ -143,8 +145,9 @@ class Lighthouse:
                 step = self.costs.step
                 n = (math.floor((t - self.origin) / step + 1e-9)
                      - math.floor((self.since - self.origin) / step + 1e-9))
-                self.steps.committed += n
-                self.steps.group_steps += n * len(groups - healing)
+                k = self.costs.sync_every
+                self.steps.committed += n * k
+                self.steps.group_steps += n * k * len(groups - healing)
         self.since = max(self.since, t)
 
     def _boundary(self, t: float) -> float:
@@ -279,7 +282,9 @@ class Lighthouse:
             return
         noticed = t + self.detect.get((g, t), self.costs.detection)
         if self.phase in ("train", "heal", "reconf", "load"):
-            self.steps.failed += 1              # the step in flight (or about to start) fails
+            # the step in flight (or about to start) fails; between syncs, every step since
+            # the last sync does (DiLoCo restores the last synchronised parameters)
+            self.steps.failed += self.costs.sync_every
         if self.phase == "train":
             # the step in flight fails: its work since the last boundary is lost, and the
             # survivors see it no sooner than at its all-reduce, the step's end

@@ -43,6 +43,10 @@ class QuorumSettings(HrwSettings):
     async_quorum: bool = Field(True, description="torchft Manager's use_async_quorum: the quorum call and a "
                                "recovering group's heal overlap the step, so the healthy groups do not wait "
                                "for it (the healing group trains along, contributing nothing, until healed)")
+    sync_every: PositiveInt = Field(1, description="steps between synchronisations (torchft's LocalSGD / DiLoCo "
+                                    "sync_every; 1: every step, as DDP / HSDP): the quorum and the all-reduce come "
+                                    "once per interval, a failure is seen at the interval's end and loses its steps "
+                                    "(DiLoCo restores the last synchronised parameters)")
     init_sync: bool = Field(True, description="torchft Manager's init_sync: the job's first quorum syncs every "
                             "group but one from it")
     timeout: PositiveFloat = Field(60.0, description="torchft Manager's timeout: a step whose collective hangs "
