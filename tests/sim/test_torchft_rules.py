@@ -2,7 +2,7 @@
 `LighthouseState` and `heal_plan`. Each test names the torchft test it comes from (torchft
 `src/lighthouse.rs` and `src/manager.rs`); the facts are torchft's, the code is ours. The cases
 that go through the server also run against torchft's real Lighthouse and Managers:
-`tests/real/test_torchft_rules.py`."""
+`tests/real/test_torchft_lighthouse.py`."""
 from __future__ import annotations
 
 import pytest

@@ -7,7 +7,8 @@ once, and a timer runs one every `quorum_tick`. When a quorum forms its id follo
 kept out by a shrink-only quorum) asks again at once, with a new join time.
 
 `LighthouseState` is that, driven by the caller's clock: the tests drive it with torchft's own
-test cases, and the same scripts drive torchft's real server (`tests/real/test_torchft_rules.py`).
+test cases, and the same scripts drive torchft's real server
+(`tests/real/test_torchft_lighthouse.py`).
 """
 from __future__ import annotations
 
