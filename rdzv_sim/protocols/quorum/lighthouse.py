@@ -145,9 +145,9 @@ class Lighthouse:
                 step = self.costs.step
                 n = (math.floor((t - self.origin) / step + 1e-9)
                      - math.floor((self.since - self.origin) / step + 1e-9))
-                k = self.costs.sync_every
-                self.steps.committed += n * k
-                self.steps.group_steps += n * k * len(groups - healing)
+                per = self.costs.sync_every     # steps between two quorums
+                self.steps.committed += n * per
+                self.steps.group_steps += n * per * len(groups - healing)
         self.since = max(self.since, t)
 
     def _boundary(self, t: float) -> float:
