@@ -348,17 +348,16 @@ def quorum_invariants(tables: dict, scenario) -> list[Violation]:
                 pending.clear()                  # nothing to fetch: healed at once
             continue
         seg = item
-        if seg.kind == "heal":
-            for g, t in list(pending.items()):
-                if t <= seg.t0 + 1e-9 and seg.t1 - t >= heal - 1e-6:
-                    pending.pop(g)
-        elif seg.kind == "train":
-            for g in seg.healing:                # async quorum: it heals while the others train
-                t = pending.get(g)
-                if t is not None and seg.t1 - t >= heal - 1e-6:
-                    pending.pop(g)
+        if seg.kind == "train":
+            # it contributes (a member not healing) only once its heal and the reconfiguration
+            # had their time since the quorum it joined: stalled (sync) or alongside (async)
             for g in seg.groups - seg.healing:
-                if g in pending:
+                t = pending.get(g)
+                if t is None:
+                    continue
+                if seg.t0 - t >= heal - 1e-6:
+                    pending.pop(g)
+                else:
                     out.append(Violation("heals_before_it_counts", f"group {g} trains from {seg.t0:.3f} "
                                          "before it healed"))
     return out

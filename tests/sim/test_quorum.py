@@ -226,3 +226,11 @@ def test_sync_every_k_steps_sees_a_failure_at_the_sync_and_loses_the_interval():
     assert (fail.t0, fail.t1) == (47.0, 55.5)
     assert (lh.steps.committed, lh.steps.failed) == (9 * 5 + 8 * 5, 5)
     assert lh.steps.group_steps == 9 * 5 * 2 + 8 * 5
+
+
+def test_regression_async_join_with_nothing_to_fetch():
+    """Found by the property test above (the loaded series): async quorum, nothing to fetch
+    (state_bytes 0): a group that joins contributes right after the reconfiguration, and the
+    invariant must not wait for a heal segment the async quorum never cuts."""
+    from pathlib import Path
+    check_run(load(Path(__file__).with_name("quorum-async-join-nothing-to-fetch.yaml")), liveness=False)

@@ -5,6 +5,7 @@ own handler tests expect), case by case, for every protocol the plugin serves, w
 A case waits for what it needs (a call to return, a count to reach a value); where it shows
 that something does *not* happen (a spare does not time out), it waits past the deadline that
 would make it happen."""
+import os
 import threading
 import time
 from datetime import timedelta
@@ -47,7 +48,8 @@ class Job:
 
     def __init__(self, backend, store, lo, hi, **conf):
         self.backend, self.port, self.lo, self.hi = backend, store.port, lo, hi
-        self.run_id = f"{backend}-{next(_ids)}"
+        # unique across the suite's processes: an agent's identity lock is host-wide
+        self.run_id = f"{backend}-{os.getpid()}-{next(_ids)}"
         self.conf = {"join_timeout": "60", "last_call_timeout": "1", "close_timeout": "10",
                      "read_timeout": "30", "is_host": "false", **conf}
         self.handlers = []
