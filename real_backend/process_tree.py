@@ -56,6 +56,11 @@ def stop(pid: int, limit: float = 30.0) -> bool:
     """SIGSTOP pid and wait until every one of its threads has stopped (at most `limit`
     seconds: False if one still runs then)."""
     os.kill(pid, signal.SIGSTOP)
+    return wait_stopped(pid, limit)
+
+
+def wait_stopped(pid: int, limit: float = 30.0) -> bool:
+    """Wait until every thread of pid has stopped (False if one still runs after `limit` s)."""
     end = time.monotonic() + limit
     while not stopped(pid):
         if time.monotonic() > end:

@@ -151,12 +151,10 @@ class EtcdCluster:
 
     def pause(self, name: str) -> None:
         """SIGSTOP the member and return once every thread of it has stopped."""
-        from ..process_tree import stopped
+        from ..process_tree import wait_stopped
         pid = self.procs[name].pid
         os.killpg(pid, signal.SIGSTOP)
-        end = time.monotonic() + 30.0
-        while not stopped(pid) and time.monotonic() < end:
-            time.sleep(0.001)
+        wait_stopped(pid)
 
     def resume(self, name: str) -> None:
         os.killpg(self.procs[name].pid, signal.SIGCONT)

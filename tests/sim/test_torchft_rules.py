@@ -19,9 +19,7 @@ def state(min_replicas=1, join_timeout=HOUR, heartbeat_timeout=5.0) -> Lighthous
 
 def compute(s: LighthouseState, now: float):
     """torchft's quorum_compute on a state: (members or None, verdict), changing nothing."""
-    prev = frozenset(s.prev.ids) if s.prev else None
-    d = s.rules.compute(now, {r: j for r, (j, _) in s.participants.items()}, s.healthy(now), prev,
-                        {r for r, (_, m) in s.participants.items() if m.shrink_only})
+    d = s.decision(now)
     return d.members, d.verdict
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .rules import QuorumRules, Verdict
+from .rules import Decision, QuorumRules, Verdict
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,16 @@ class LighthouseState:
     def healthy(self, now: float) -> set:
         return {r for r, t in self.heartbeats.items() if now - t < self.rules.heartbeat_timeout}
 
+    def decision(self, now: float) -> Decision:
+        """torchft's quorum_compute on this state at `now`, changing nothing."""
+        return self.rules.compute(now, {r: j for r, (j, _) in self.participants.items()},
+                                  self.healthy(now), frozenset(self.prev.ids) if self.prev else None,
+                                  {r for r, (_, m) in self.participants.items() if m.shrink_only})
+
     def tick(self, now: float) -> Quorum | None:
         """The quorum formed at `now`, if one does; every asker in it is answered."""
         prev = frozenset(self.prev.ids) if self.prev else None
-        d = self.rules.compute(now, {r: j for r, (j, _) in self.participants.items()},
-                               self.healthy(now), prev,
-                               {r for r, (_, m) in self.participants.items() if m.shrink_only})
+        d = self.decision(now)
         self.verdict = d.verdict
         if d.members is None:
             return None
