@@ -53,10 +53,12 @@ class RunResult:
 def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
     """The tables of a run from its event rows: what every runtime returns."""
     from .placement import rank_changes, ranked_by_round, shard_moves
-    from .trace import stamp, events_table, rounds_table, store_load_table, summary_table
+    from .trace import (events_table, rank_details, rounds_table, stamp, store_load_table,
+                        summary_table)
     sc = scenario
     events = events_table(rows, sc.name, sc.seed)
-    rounds = rounds_table(events, round_ops)
+    det = rank_details(events)                       # once: the rounds and the summary read it
+    rounds = rounds_table(events, round_ops, det)
     ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
                                      sc.shards.ring_vnodes, ranked=ranked)).join(rank_changes(rounds, ranked))
@@ -71,7 +73,7 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
         rounds = rounds.join(training.per_round(rounds))
     rounds = stamp(rounds, sc.name, sc.seed)
     summary = summary_table(events, rounds, stats, sc.name, sc.seed,
-                            training.summary if training is not None else None, spans)
+                            training.summary if training is not None else None, spans, det)
     store_load = None if load is None else store_load_table(load, load_bin, sc.name, sc.seed)
     interruptions = None if training is None else stamp(training.interruptions, sc.name, sc.seed)
     quorums = None if training is None or training.quorums is None else stamp(training.quorums, sc.name, sc.seed)

@@ -32,24 +32,79 @@ def _strings(arr):
 
 
 NA = -(2 ** 63)                     # "no value" in the integer columns of the tracer
+
+
+def nullable_int32(values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArray:
+    """Round, rank and world size as pandas' nullable Int32 (5 bytes a row, not 9: rounds and
+    ranks stay far below 2**31 even for a 100,000-GPU job)."""
+    v = values.astype(np.int32)
+    v[missing] = 0
+    return pd.arrays.IntegerArray(v, missing)
+
+
+def labels_of(codes: np.ndarray, values: list[str]) -> pd.Categorical:
+    """A node or event column as a categorical: one small code a row instead of a string (a
+    frontier run has 10^7 rows and a few thousand names); compares and groups like strings."""
+    order = np.argsort(np.array(values, dtype=object), kind="stable")   # sorted categories:
+    remap = np.empty(len(values), dtype=np.int32)                       # sorting by node or
+    remap[order] = np.arange(len(values), dtype=np.int32)               # event sorts by name
+    small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
+    return pd.Categorical.from_codes(remap[codes].astype(small),
+                                     pd.Index([values[i] for i in order], dtype="str"))
 # one encoder for every detail (json.dumps with options builds a new encoder per call)
 _encode = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
+def render_details(n: int, fields: dict) -> pa.LargeStringArray:
+    """`n` JSON details (sorted keys, no spaces: the encoder's own form) from columns: each field
+    one value for all or a numpy array of ints or floats, one a row. Arrow writes the numbers
+    (shortest round-trip digits, as repr: `2` where Python writes `2.0`), no Python per row."""
+    import pyarrow.compute as pc
+    pieces, text = [], ""
+    for i, key in enumerate(sorted(fields)):
+        value = fields[key]
+        text += ("{" if i == 0 else ",") + _encode(key) + ":"
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind == "f" and not np.isfinite(value).all():
+                raise ValueError(f"detail {key!r}: not a finite number (JSON has none)")
+            pieces += [pa.scalar(text, pa.large_string()), pc.cast(pa.array(value), pa.large_string())]
+            text = ""
+        else:
+            text += _encode(value)
+    text += "}"
+    if not pieces:
+        return pa.array([text] * n, pa.large_string())
+    return pc.binary_join_element_wise(*pieces, pa.scalar(text, pa.large_string()),
+                                       pa.scalar("", pa.large_string()))
+
+
+def _empty_strings(n: int) -> pa.LargeStringArray:
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(np.zeros(n + 1, np.int64)),
+                                            pa.py_buffer(b""))
+
+
+@dataclass
+class _Block:
+    """Events recorded together (`Tracer.record_many`): one event, round and world size, a
+    time, node and rank per row, and their details as one Arrow string array."""
+    t: np.ndarray
+    node: np.ndarray              # int32 codes into Tracer.names
+    event: int
+    round: int                    # NA: none
+    world_size: int
+    rank: np.ndarray | None       # None: no rank
+    detail: pa.Array
+
+
 class Tracer:
-    """Collects events column by column in typed arrays (a 54-day, 2,048-node run records
-    ~10^7 events: ~40 bytes each here, ~300 as tuples); builds the DataFrame once at the end."""
+    """Collects events as they happen and builds the events table once at the end. Single
+    events go to typed arrays; many at once (`record_many`, what the aggregate fidelity writes
+    a round at a time) stay numpy and Arrow blocks: a frontier run records ~10^7 events, and a
+    Python object or string per row would cost more than the whole simulation."""
 
     def __init__(self):
-        self.t = array("d")
-        self.node = array("i")           # index into self.names
-        self.event = array("i")          # index into self.kinds
-        self.round = array("q")
-        self.rank = array("q")
-        self.world_size = array("q")
-        # details as one UTF-8 buffer and end offsets (Arrow's layout: no object per row)
-        self.detail_buf = bytearray()
-        self.detail_end = array("q")
+        self._new_rows()
+        self.blocks: list[_Block] = []
         self.names: list[str] = []
         self.kinds: list[str] = []
         self._name_ix: dict[str, int] = {}
@@ -61,6 +116,17 @@ class Tracer:
         # waits for one: rdzv_sim.scenario.faults.After); empty, recording costs nothing more
         self.listeners: list = []
         self.max_round = -1
+
+    def _new_rows(self) -> None:
+        self.t = array("d")
+        self.node = array("i")           # index into self.names
+        self.event = array("i")          # index into self.kinds
+        self.round = array("q")
+        self.rank = array("q")
+        self.world_size = array("q")
+        # details as one UTF-8 buffer and end offsets (Arrow's layout: no object per row)
+        self.detail_buf = bytearray()
+        self.detail_end = array("q")
 
     def _ix(self, table: dict, values: list, key: str) -> int:
         i = table.get(key)
@@ -94,8 +160,10 @@ class Tracer:
         if self.listeners:
             self.listeners = [f for f in self.listeners if not f(t, node, event, rnd, detail)]
 
-    def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None):
-        """One event for many nodes at once (`details`: JSON strings, already encoded)."""
+    def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None,
+                    fields=None):
+        """One event for many nodes at once. `t`: one time or one a node; `details`: JSON
+        strings, already encoded, or `fields`: the details as columns (`render_details`)."""
         n = len(nodes)
         ev = self._event(event)
         if rnd is not None:
@@ -103,75 +171,90 @@ class Tracer:
             self.max_round = max(self.max_round, rnd)
         known = self._name_ix
         try:
-            ix = [known[x] for x in nodes]
+            ix = np.fromiter(map(known.__getitem__, nodes), np.int32, n)
         except KeyError:
-            ix = [self._ix(known, self.names, x) for x in nodes]
-        self.t.extend(t)
-        self.node.extend(ix)
-        self.event.extend([ev] * n)
-        self.round.extend([NA if rnd is None else rnd] * n)
-        self.rank.extend([NA] * n if ranks is None else ranks)
-        self.world_size.extend([NA if world_size is None else world_size] * n)
-        buf, ends = self.detail_buf, self.detail_end
-        if details is None:
-            ends.extend([len(buf)] * n)
+            ix = np.array([self._ix(known, self.names, x) for x in nodes], np.int32)
+        t = np.full(n, t, np.float64) if np.ndim(t) == 0 else np.asarray(t, np.float64)
+        if fields is not None:
+            detail = render_details(n, fields)
+        elif details is not None:
+            detail = pa.array(details, pa.large_string())
         else:
-            encoded = [d.encode() for d in details]
-            start = len(buf)
-            ends.extend([start + e for e in accumulate(map(len, encoded))])
-            buf += b"".join(encoded)
+            detail = _empty_strings(n)
+        self._flush_rows()
+        self.blocks.append(_Block(t, ix, ev, NA if rnd is None else rnd,
+                                  NA if world_size is None else world_size,
+                                  None if ranks is None else np.asarray(ranks, np.int64), detail))
+
+    def _flush_rows(self) -> None:
+        """The single events recorded so far become a block (keeps the order of recording)."""
+        if not len(self.t):
+            return
+        offsets = np.empty(len(self.detail_end) + 1, dtype=np.int64)
+        offsets[0] = 0
+        offsets[1:] = np.frombuffer(self.detail_end, dtype=np.int64)
+        detail = pa.LargeStringArray.from_buffers(len(self.t), pa.py_buffer(offsets),
+                                                  pa.py_buffer(bytes(self.detail_buf)))
+        self.blocks.append(_Block(np.array(self.t, np.float64), np.array(self.node, np.int32),
+                                  np.array(self.event, np.int32), np.array(self.round, np.int64),
+                                  np.array(self.world_size, np.int64),
+                                  np.array(self.rank, np.int64), detail))
+        self._new_rows()
 
     def __len__(self) -> int:
-        return len(self.t)
+        return len(self.t) + sum(len(b.t) for b in self.blocks)
 
     @property
     def rows(self) -> list[tuple]:
-        """The events as tuples (t, node, event, round, rank, world_size, detail)."""
+        """The events as tuples (t, node, event, round, rank, world_size, detail), in the order
+        they were recorded."""
+        self._flush_rows()
         def val(x):
-            return None if x == NA else x
-        def detail(i):
-            return self.detail_buf[self.detail_end[i - 1] if i else 0:self.detail_end[i]].decode()
-        return [(self.t[i], self.names[self.node[i]], self.kinds[self.event[i]], val(self.round[i]),
-                 val(self.rank[i]), val(self.world_size[i]), detail(i)) for i in range(len(self))]
+            return None if x == NA else int(x)
+        out = []
+        for b in self.blocks:
+            n = len(b.t)
+            col = {c: (getattr(b, c) if isinstance(getattr(b, c), np.ndarray)
+                       else np.full(n, getattr(b, c))) for c in ("event", "round", "world_size")}
+            rank = b.rank if b.rank is not None else np.full(n, NA)
+            det = b.detail.to_pylist()
+            out += [(float(b.t[i]), self.names[b.node[i]], self.kinds[col["event"][i]],
+                     val(col["round"][i]), val(rank[i]), val(col["world_size"][i]), det[i])
+                    for i in range(n)]
+        return out
 
     def take_columns(self) -> dict:
         """The event columns in time order (stable), emptying the tracer as it goes: a long
         run's trace is large, it should not be held twice while the table is built."""
-        t = np.array(self.t, dtype=np.float64)
-        self.t = array("d")
+        self._flush_rows()
+        blocks, self.blocks = self.blocks, []
+        sizes = [len(b.t) for b in blocks]
+
+        def column(get, dtype):
+            parts = [np.broadcast_to(np.asarray(get(b), dtype), (k,)) for b, k in zip(blocks, sizes)]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+        t = column(lambda b: b.t, np.float64)
         order = None
         if len(t) > 1 and not (np.diff(t) >= 0).all():   # the aggregate model writes ahead
             order = np.argsort(t, kind="stable")
             t = t[order]
 
-        def ints(name):
-            v = np.array(getattr(self, name), dtype=np.int64)
-            setattr(self, name, array("q"))
-            if order is not None:
-                v = v[order]
-            mask = v == NA
-            v[mask] = 0
-            return pd.arrays.IntegerArray(v, mask)
+        def pick(v):
+            return v if order is None else v[order]
 
-        def labels(name, values):
-            codes = np.array(getattr(self, name), dtype=np.int32)
-            setattr(self, name, array("i"))
-            if order is not None:
-                codes = codes[order]
-            return _strings(pa.array(values, pa.large_string()).take(pa.array(codes)))
+        def ints(get):
+            v = pick(column(lambda b: NA if get(b) is None else get(b), np.int64))
+            return nullable_int32(v, v == NA)
 
-        cols = {"t": t}
-        cols["node"] = labels("node", self.names)
-        cols["event"] = labels("event", self.kinds)
-        for c in ("round", "rank", "world_size"):
-            cols[c] = ints(c)
-        # the details: the buffer and its offsets are an Arrow string array as they are
-        offsets = np.empty(len(self.detail_end) + 1, dtype=np.int64)
-        offsets[0] = 0
-        offsets[1:] = np.frombuffer(self.detail_end, dtype=np.int64) if len(self.detail_end) else []
-        data = pa.py_buffer(self.detail_buf)         # no copy: Arrow keeps the bytearray
-        self.detail_buf, self.detail_end = bytearray(), array("q")
-        detail = pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), data)
+        cols = {"t": t,
+                "node": labels_of(pick(column(lambda b: b.node, np.int32)), self.names),
+                "event": labels_of(pick(column(lambda b: b.event, np.int32)), self.kinds),
+                "round": ints(lambda b: b.round), "rank": ints(lambda b: b.rank),
+                "world_size": ints(lambda b: b.world_size)}
+        detail = pa.chunked_array([b.detail for b in blocks], pa.large_string())
+        del blocks
+        detail = detail.combine_chunks() if detail.num_chunks else pa.array([], pa.large_string())
         if order is not None:
             detail = detail.take(pa.array(order))
         cols["detail"] = _strings(detail)
@@ -179,11 +262,14 @@ class Tracer:
 
 
 def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
-    df.insert(0, "schema_version", SCHEMA_VERSION)
-    # one value on every row: a categorical holds it once (a long run has ~10^7 rows)
-    df.insert(1, "scenario", pd.Categorical.from_codes(np.zeros(len(df), np.int8), [scenario])
-              if len(df) > 1000 else scenario)
-    df.insert(2, "seed", seed)
+    # one value on every row: a long table (~10^7 rows) holds it once, as a categorical
+    def same(value):
+        if len(df) <= 1000:
+            return value
+        return pd.Categorical.from_codes(np.zeros(len(df), np.int8), [value])
+    df.insert(0, "schema_version", same(SCHEMA_VERSION))
+    df.insert(1, "scenario", same(scenario))
+    df.insert(2, "seed", same(seed))
     return df
 
 
@@ -194,9 +280,13 @@ def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
     for name in df["event"].unique():
         check(name)
-    for c in ("round", "rank", "world_size"):
-        df[c] = df[c].astype("Int64")
     df = df.sort_values("t", kind="stable").reset_index(drop=True)
+    for c in ("node", "event"):                  # the same dtypes as a simulated run's
+        codes, values = pd.factorize(df[c].astype(str), sort=True)
+        df[c] = labels_of(codes, list(values))
+    for c in ("round", "rank", "world_size"):
+        v = pd.to_numeric(df[c]).astype("Float64")
+        df[c] = nullable_int32(v.fillna(0).to_numpy(np.int64), v.isna().to_numpy())
     return stamp(df, scenario, seed)
 
 
@@ -212,31 +302,33 @@ def details(df: pd.DataFrame) -> list[dict]:
     return [json.loads(d) if d else {} for d in df["detail"]]
 
 
-class _rows_of:
-    """The rows of `column` where `mask` holds, sliced lazily (a 10^6-row subset of a string
-    column need not be copied whole to be parsed)."""
-
-    def __init__(self, column: pd.Series, mask: np.ndarray):
-        self.column, self.pos = column, np.flatnonzero(mask)
-
-    def __len__(self) -> int:
-        return len(self.pos)
-
-    def __getitem__(self, sl: slice) -> list:
-        return self.column.iloc[self.pos[sl]].tolist()
-
-
-def parse_details(texts, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """`fields` of many events' JSON details as arrays (missing: None/NaN), parsed by pyarrow's
-    reader a slice at a time: faster than json.loads per row, and little memory on long runs."""
+def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """`fields` of the JSON details of the rows where `mask` holds, as arrays (missing: None or
+    NaN). pyarrow's reader parses them a slice at a time, fed straight from the Arrow column
+    (no Python string per row): faster than json.loads, and little memory on long runs."""
     import io
 
+    import pyarrow.compute as pc
     import pyarrow.json as pj
+    try:
+        texts = pa.array(column.array)
+    except (TypeError, pa.ArrowInvalid):              # an object column (a table read from CSV)
+        texts = pa.array(column.fillna("").astype(str).tolist(), pa.large_string())
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    texts = texts.filter(pa.array(np.asarray(mask, dtype=bool)))
     out: dict[str, list] = {f: [] for f in fields}
     step = 1 << 17
     for i in range(0, len(texts), step):
-        chunk = "\n".join(t if t else "{}" for t in texts[i:i + step]).encode()
-        table = pj.read_json(io.BytesIO(chunk))
+        chunk = texts.slice(i, step)
+        chunk = pc.if_else(pc.or_kleene(pc.is_null(chunk), pc.equal(chunk, "")), "{}", chunk)
+        lines = pc.binary_join_element_wise(chunk, pa.scalar("", chunk.type),
+                                            pa.scalar("\n", chunk.type))
+        wide = pa.types.is_large_string(lines.type)
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
+        offsets = offsets[lines.offset:lines.offset + len(lines) + 1]
+        data = memoryview(lines.buffers()[2])[int(offsets[0]):int(offsets[-1])]
+        table = pj.read_json(io.BytesIO(data))
         n = table.num_rows
         for f in fields:
             col = (table.column(f).to_numpy(zero_copy_only=False) if f in table.column_names
@@ -245,11 +337,22 @@ def parse_details(texts, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
     return {f: (np.concatenate(v) if v else np.zeros(0, dtype=object)) for f, v in out.items()}
 
 
-def rounds_table(events: pd.DataFrame, round_ops: dict | None = None) -> pd.DataFrame:
-    """One row per completed round: when, who, how fast, how much store traffic."""
+RANK_FIELDS = ("digest", "nnodes", "latency")     # what the tables read of rank_assigned
+
+
+def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The fields of every rank_assigned event's detail the tables read, parsed once."""
+    return parse_details(events["detail"], (events["event"] == "rank_assigned").to_numpy(),
+                         RANK_FIELDS)
+
+
+def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
+                 det: dict | None = None) -> pd.DataFrame:
+    """One row per completed round: when, who, how fast, how much store traffic. `det`: the
+    events' `rank_details`, when the caller has them already."""
     mask = (events["event"] == "rank_assigned").to_numpy()
     ra = events.loc[mask, ["t", "node", "round", "rank", "world_size"]]
-    det = parse_details(_rows_of(events["detail"], mask), ("digest", "nnodes"))
+    det = rank_details(events) if det is None else det
     ra = ra.assign(_digest=det["digest"], _nn=det["nnodes"])
     # a round starts at its first member's join: each member's latest join before its rank
     # (a join's own round label is the round the node saw when it joined, which for c10d's
@@ -321,12 +424,13 @@ NAN_TRAINING = ("ettr", "goodput", "interruptions", "mtti_s", "mttr_s")
 
 
 def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
-                  scenario: str, seed: int, training: dict | None, spans: pd.DataFrame) -> pd.DataFrame:
+                  scenario: str, seed: int, training: dict | None, spans: pd.DataFrame,
+                  det: dict | None = None) -> pd.DataFrame:
     """One row of headline metrics; `training`: the training model's (ettr, goodput, ...);
-    `spans`: the run's round spans (`rdzv_sim.training.round_spans`)."""
-    mask = (events["event"] == "rank_assigned").to_numpy()
-    lat = pd.to_numeric(pd.Series(parse_details(_rows_of(events["detail"], mask), ("latency",))["latency"]),
-                        errors="coerce").dropna().to_numpy()
+    `spans`: the run's round spans (`rdzv_sim.training.round_spans`); `det`: the events'
+    `rank_details`, when the caller has them already."""
+    det = rank_details(events) if det is None else det
+    lat = pd.to_numeric(pd.Series(det["latency"]), errors="coerce").dropna().to_numpy()
     exits = events[events["event"] == "agent_exit"]
     row = {
         "protocol": stats.protocol,

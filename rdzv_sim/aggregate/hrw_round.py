@@ -170,7 +170,7 @@ class HrwRounds(RoundModel):
         old = self.sizes_of.pop(r - 2, None)
         if old is not None:
             lr = job.lat[f.master]
-            ops = 4 + len(job.protocol.round_keys(r - 2, *old, probes=0))
+            ops = 4 + job.protocol.round_key_count(*old, probes=0)
             self.fifo.serve(t_ws + lr + np.arange(ops) * (2 * lr + self.fifo.store.service_base), k)
 
     def shut_down(self, names: list[str], t: float) -> None:
@@ -213,10 +213,10 @@ class HrwRounds(RoundModel):
         """Joiners of a closed round, each known at its time in `ts`: they wait."""
         job = self.job
         r, k, n = job.round, len(job.members), len(names)
-        job.trace.record_many(ts, names, "join", r,
-                              details=[f'{{"slot":{k + 1 + i}}}' for i in range(n)])
+        slots = np.arange(k + 1, k + 1 + n)
+        job.trace.record_many(ts, names, "join", r, fields={"slot": slots})
         job.trace.record_many(ts, names, "waiting", r,
-                              details=[f'{{"slot":{k + 1 + i},"waiting":{i + 1}}}' for i in range(n)])
+                              fields={"slot": slots, "waiting": np.arange(1, n + 1)})
         if len(job.members) < job.sc.max_nodes:
             job.nodes_waiting(ts[0] + 2 * job.lat[names[0]])
 
@@ -239,18 +239,20 @@ class HrwRounds(RoundModel):
             job.gave_up(now, names, "rendezvous_timeout", "fewer than min_nodes joined in time")
             return
         r = job.round
-        tr.record_many(starts.tolist(), names, "rendezvous_start",
-                       details=[f'{{"restarts":{job.restarts[n]}}}' for n in names])
+        restarts = job.restarts
+        tr.record_many(starts, names, "rendezvous_start",
+                       fields={"restarts": np.fromiter(map(restarts.__getitem__, names), np.int64,
+                                                       len(names))})
         order_ix = rt.order.tolist()
-        tr.record_many(rt.t_join[rt.order].tolist(), [names[j] for j in order_ix], "join", r,
-                       details=[f'{{"slot":{s + 1}}}' for s in range(len(order_ix))])
+        tr.record_many(rt.t_join[rt.order], [names[j] for j in order_ix], "join", r,
+                       fields={"slot": np.arange(1, len(order_ix) + 1)})
         member_names = [names[j] for j in rt.members.tolist()]
         order = job.protocol.ranks([job.nodes[n].info for n in member_names], self.published)
         if job.protocol.publishes_order:
             self.published = order
         rank = {m: i for i, m in enumerate(order)}
         ranks = [rank[n] for n in member_names]
-        tr.record_many(rt.t_ack.tolist(), member_names, "confirmed", r, ranks=ranks)
+        tr.record_many(rt.t_ack, member_names, "confirmed", r, ranks=ranks)
         self.sizes_of[r] = (len(order_ix), len(order))
         job.formed(Formed(r, member_names, ranks, rt.t_rank.tolist(),
                           [self.joiners[n] for n in member_names], len(order), names[rt.closer],

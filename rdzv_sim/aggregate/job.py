@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..protocols.agent import out_of_restarts, uses_a_restart
 from ..sim.node import SimNode
 from ..sim.simulation import Simulation
-from ..trace import RunStats, _encode
+from ..trace import RunStats
 from .round_model import Formed, round_model_of
 
 
@@ -105,15 +107,15 @@ class AggregateJob(Simulation):
         world = nproc * nn
         tr.record(f.t_closed, f.closer, "round_closed", r, world_size=world,
                   detail={"members": f.listed, "count": nn, "holes": 0})
-        tr.record_many(f.t_rank, f.members, "rank_assigned", r, ranks=f.ranks, world_size=world,
-                       details=[f'{{"digest":"{f.digest}","first_rank":{k * nproc},"latency":'
-                                f'{float(tk - t0)!r},"master":"{f.master}","nnodes":{nn}}}'
-                                for k, tk, t0 in zip(f.ranks, f.t_rank, f.started)])
+        ranks, t_rank = np.asarray(f.ranks, np.int64), np.asarray(f.t_rank, np.float64)
+        tr.record_many(t_rank, f.members, "rank_assigned", r, ranks=ranks, world_size=world,
+                       fields={"digest": f.digest, "first_rank": ranks * nproc, "nnodes": nn,
+                               "latency": t_rank - np.asarray(f.started, np.float64),
+                               "master": f.master})
         a = self.sc.agent
         t_ws = max(f.t_rank) + a.worker_start + a.worker_start_per_node * nn
         ranked = [m for _, m in sorted(zip(f.ranks, f.members))]
-        tr.record_many([t_ws] * len(ranked), ranked, "workers_started", r,
-                       ranks=sorted(f.ranks), world_size=world)
+        tr.record_many(t_ws, ranked, "workers_started", r, ranks=np.sort(ranks), world_size=world)
         self.model.running(f, t_ws)
         acc = self.runtime.round_ops.setdefault(r + tr.round_offset, [0, 0])
         acc[0] += self.model.ops - f.since[0]
@@ -138,8 +140,8 @@ class AggregateJob(Simulation):
     def gave_up(self, t: float, names: list[str], why: str, reason: str) -> None:
         """torch's RendezvousTimeoutError or RendezvousClosedError: these agents exit."""
         k = len(names)
-        self.trace.record_many([t] * k, names, why, details=[_encode({"reason": reason})] * k)
-        self.trace.record_many([t] * k, names, "agent_exit", details=[_encode({"reason": why})] * k)
+        self.trace.record_many(t, names, why, fields={"reason": reason})
+        self.trace.record_many(t, names, "agent_exit", fields={"reason": why})
         self.exited.update(names)
         self.model.shut_down(names, t)
         self._requeue_if_none_left()
@@ -170,9 +172,8 @@ class AggregateJob(Simulation):
         why, r = self.leave_why, self.round
         self.leave_at = None
         members = [m for m in self.members if self.nodes[m].alive]
-        self.trace.record_many([t] * len(members), members, "round_left", r,
-                               ranks=[self.rank_of[m] for m in members],
-                               details=[_encode({"reason": why})] * len(members))
+        self.trace.record_many(t, members, "round_left", r,
+                               ranks=[self.rank_of[m] for m in members], fields={"reason": why})
         back = self.model.leave(members, t)
         self.members, self.member_set, self.rank_of = [], set(), {}
         self.t_ws, self.waiting_noticed = math.inf, False

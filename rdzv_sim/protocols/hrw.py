@@ -423,6 +423,10 @@ class HrwProtocol(Protocol):
         keys += [self._k(rnd, name) for name in ("seq", "ack", "ready", "waiting", "end", "probes")]
         return keys + [self._k(rnd, "closed")]
 
+    def round_key_count(self, joined: int, count: int, probes: int) -> int:
+        """len(round_keys(...)), without writing them (the aggregate model counts deletes)."""
+        return joined + count + 3 * probes + 7
+
     def clean_up(self, result: RoundResult):
         """Rank 0 deletes round r-2's keys once round r runs: nobody reads them (r-2 ended
         before r-1 began; a node that wakes up watching one times out, probes and rejoins).

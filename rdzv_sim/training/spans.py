@@ -24,7 +24,7 @@ def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
     if started.empty:
         return pd.DataFrame(columns=COLUMNS)
     t0 = started.groupby("round")["t"].transform("max")
-    pairs = pd.DataFrame({"node": started["node"].to_numpy(), "round": started["round"].to_numpy(),
+    pairs = pd.DataFrame({"node": started["node"].array, "round": started["round"].to_numpy(),
                           "rank": started["rank"].to_numpy(), "t0": t0.to_numpy()})
     pairs = pairs.sort_values("t0", kind="stable")
     stops = ev.loc[ev["event"].isin(STOPS), ["t", "node", "event", "detail"]]

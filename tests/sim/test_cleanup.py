@@ -20,3 +20,11 @@ def test_old_rounds_keys_are_deleted():
     assert last >= 6                                   # enough rounds to have cleaned some
     assert rounds and min(rounds) >= last - 2, sorted(rounds)
     assert len(sim.store.data) < 4 * 8 * 3 + 40        # a few rounds' keys, not all of them
+
+
+def test_the_aggregate_model_counts_the_keys_the_protocol_deletes():
+    """The aggregate model prices round r-2's deletes by round_key_count, not by writing the
+    keys: it must be the number of keys round_keys lists."""
+    proto = Simulation(load("quickstart", ["protocol.name=hrw"])).protocol
+    for joined, count, probes in [(1, 1, 0), (9, 8, 0), (12, 8, 3), (12288, 12288, 2)]:
+        assert proto.round_key_count(joined, count, probes) == len(proto.round_keys(5, joined, count, probes))
