@@ -113,19 +113,25 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
 def rank_changes(rounds: pd.DataFrame, ranked: dict) -> pd.DataFrame:
     """Columns ranks_changed (members of this round and the one before whose node rank is not
     the same) and rank0_moved (1 when rank 0 is another host than before) per completed round;
-    `ranked` is `ranked_by_round(events)`."""
-    by_round = ranked
-    changed, moved, prev = [], [], None
+    `ranked` is `ranked_by_round(events)`. Ranks are looked up in an array by node number: one
+    numpy pass a round, no Python per member."""
+    ids = {n: i for i, n in enumerate({n for now in ranked.values() for n in now})}
+    prev_rank = np.full(len(ids), -1, dtype=np.int64)
+    changed, moved, prev_ix, prev_zero = [], [], None, None
     for rnd in rounds["round"]:
-        now = by_round.get(rnd, {})
-        if prev is None:
+        now = ranked.get(rnd, {})
+        ix = np.fromiter(map(ids.__getitem__, now), np.int64, len(now))
+        rk = np.fromiter(now.values(), np.int64, len(now))
+        zero = ix[rk == 0].tolist()
+        if prev_ix is None:
             changed.append(0)
             moved.append(0)
         else:
-            changed.append(sum(1 for n, r in now.items() if n in prev and prev[n] != r))
-            zero = [n for n, r in now.items() if r == 0]
-            was = [n for n, r in prev.items() if r == 0]
-            moved.append(int(bool(zero and was and zero != was)))
-        prev = now
+            was = prev_rank[ix]
+            changed.append(int(((was >= 0) & (was != rk)).sum()))
+            moved.append(int(bool(zero and prev_zero and zero != prev_zero)))
+            prev_rank[prev_ix] = -1
+        prev_rank[ix] = rk
+        prev_ix, prev_zero = ix, zero
     return pd.DataFrame({"ranks_changed": pd.Series(changed, dtype="int64", index=rounds.index),
                          "rank0_moved": pd.Series(moved, dtype="int64", index=rounds.index)})
