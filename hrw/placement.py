@@ -35,8 +35,8 @@ class Placement:
     never depends on the order they were given in.
     """
 
-    __slots__ = ("seed", "_nodes", "_hashes", "_given", "_weights", "_index", "_exact_ties",
-                 "_id_array")
+    __slots__ = ("seed", "_nodes", "_hashes", "_given", "_weights", "_raw", "_index_map",
+                 "_exact_ties", "_id_array")
 
     def __init__(self, nodes: Iterable[Hashable], weights=None, seed: int = 0):
         nodes = list(nodes)
@@ -63,7 +63,8 @@ class Placement:
         self._given = None if ws is None else np.array([ws[i] for i in order])
         # equal weights own exactly as unweighted (spec), so they take the faster path
         self._weights = None if ws is None or len(set(ws)) == 1 else self._given
-        self._index = {raw[i]: j for j, i in enumerate(order)}
+        self._raw = [raw[i] for i in order]
+        self._index_map = None          # built when first asked: most placements never are
         self._id_array = None
 
     # --- introspection -------------------------------------------------------------
@@ -82,6 +83,13 @@ class Placement:
 
     def __len__(self) -> int:
         return len(self._nodes)
+
+    @property
+    def _index(self) -> dict:
+        """Canonical id bytes -> position in canonical order."""
+        if self._index_map is None:
+            self._index_map = {b: j for j, b in enumerate(self._raw)}
+        return self._index_map
 
     def __contains__(self, node) -> bool:
         try:
