@@ -31,23 +31,8 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def unit(metric: str) -> str:
-    """The unit of a summary column, by its name (docs/simulating.md lists them)."""
-    if metric.endswith("_s") or "latency" in metric or metric == "duration":
-        return "s"
-    if metric.endswith("_bytes"):
-        return "bytes"
-    if metric in ("ettr", "goodput", "running_fraction") or metric.endswith("_util_max"):
-        return "fraction"
-    if metric.startswith("shards_moved"):
-        return "shards"
-    if metric in ("store_ops", "sim_events", "rounds_completed", "failures_injected",
-                  "agents_exited", "requeues", "nodes_excluded", "interruptions", "nodes"):
-        return "count"
-    return ""
-
-
 def print_summary(summary, title: str) -> None:
+    from .report.answer import unit
     t = Table(title=title, show_header=True, header_style="bold")
     t.add_column("metric")
     t.add_column("value", justify="right")
@@ -130,6 +115,9 @@ def _run(sc, out, progress: bool, report: bool, csv: bool) -> None:
     out_console.print(f"[bold]{sc.name}[/] seed {sc.seed}, protocol {sc.protocol.name}: "
                       f"{sc.duration:,.0f} simulated s in {result.wall_s:.2f} s wall")
     print_summary(result.summary, "summary")
+    from .report.answer import opening
+    for line in opening(result.tables(), result.scenario.model_dump(mode="json")):
+        out_console.print(line, highlight=False)
     out_console.print(f"tables: {target}/ ({', '.join(p.name for p in written)})", highlight=False)
 
 

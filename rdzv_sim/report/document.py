@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from .answer import opening, unit
 from .figures import FIGURES, all_figures
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
@@ -24,9 +25,9 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _summary_rows(summary) -> list[tuple[str, str]]:
+def _summary_rows(summary) -> list[tuple[str, str, str]]:
     row = summary.iloc[0]
-    return [(k, _fmt(row[k])) for k in summary.columns if k not in ("schema_version",)]
+    return [(k, _fmt(row[k]), unit(k)) for k in summary.columns if k not in ("schema_version",)]
 
 
 def build(tables: dict, scenario: dict, out: str | Path) -> dict[str, Path]:
@@ -42,30 +43,39 @@ def build(tables: dict, scenario: dict, out: str | Path) -> dict[str, Path]:
     title = f"{scenario.get('name', 'run')}: rdzv-sim report"
     desc = " ".join(str(scenario.get("description", "")).split())
     rows = _summary_rows(tables["summary"])
+    first = opening(tables, scenario)
     scen_yaml = yaml.safe_dump(scenario, sort_keys=False)
 
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
          f"<style>{CSS}</style></head><body>", f"<h1>{html.escape(title)}</h1>"]
     if desc:
         h.append(f"<p>{html.escape(desc)}</p>")
-    h.append("<h2>Summary</h2><table><tr><th>metric</th><th>value</th></tr>")
-    h += [f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in rows]
-    h.append("</table><h2>Figures</h2>")
+    h.append("<h2>In short</h2>")
+    h += [f"<p class='answer'>{html.escape(p)}</p>" for p in first]
+    h.append("<h2>Figures</h2>")
     for name, caption in FIGURES.items():
         b64 = base64.b64encode(figs[name]).decode()
         h.append(f"<figure id='fig-{name}'><img alt='{name}' src='data:image/png;base64,{b64}'>"
                  f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    h.append("<h2>Summary</h2><table><tr><th>metric</th><th>value</th><th>unit</th></tr>")
+    h += [f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td><td>{html.escape(u)}</td></tr>"
+          for k, v, u in rows]
+    h.append("</table>")
     h.append(f"<h2>Scenario</h2><pre>{html.escape(scen_yaml)}</pre></body></html>")
     (out / "report.html").write_text("\n".join(h))
 
     m = [f"# {title}", ""]
     if desc:
         m += [desc, ""]
-    m += ["## Summary", "", "| metric | value |", "|---|---|"]
-    m += [f"| {k} | {v} |" for k, v in rows]
-    m += ["", "## Figures", ""]
+    m += ["## In short", ""]
+    for p in first:
+        m += [p, ""]
+    m += ["## Figures", ""]
     for name, caption in FIGURES.items():
         m += [f"![{caption}](figures/{name}.png)", ""]
+    m += ["## Summary", "", "| metric | value | unit |", "|---|---|---|"]
+    m += [f"| {k} | {v} | {u} |" for k, v, u in rows]
+    m += [""]
     m += ["## Scenario", "", "```yaml", scen_yaml.rstrip(), "```", ""]
     (out / "report.md").write_text("\n".join(m))
     return {"html": out / "report.html", "md": out / "report.md", "figures": figs_dir}

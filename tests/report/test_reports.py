@@ -39,6 +39,24 @@ def test_run_writes_html_and_markdown_with_every_figure(run_dir):
     assert "rounds_completed" in html and "quickstart" in md
 
 
+def test_the_report_opens_with_what_happened_and_what_it_cost(run_dir):
+    """quickstart: host 3 crashes at 120 s, the survivors' collective times out at 150 s, they
+    re-form at 7 hosts and grow back to 8 once host 3 is back (200 s). The report says so in
+    sentences, with the numbers, before any figure; the table after gives every unit."""
+    md = (run_dir / "report.md").read_text()
+    short = md[md.index("## In short"):md.index("## Figures")]
+    assert "8 hosts x 8 GPUs, the hrw protocol" in short
+    assert "node3 crash at t = 120.0 s" in short and "left it at 150.0 s" in short
+    assert "with 7 hosts" in short and "grew back to 8 hosts at 20" in short
+    summary = pd.read_parquet(run_dir / "summary.parquet").iloc[0]
+    assert f"kept {summary['ettr']:.1%} of the run's time (ETTR)" in short
+    assert "Young's interval" in short
+    assert md.index("## Figures") < md.index("## Summary")
+    assert "| metric | value | unit |" in md and "| duration | 400 | s |" in md
+    html = (run_dir / "report.html").read_text()
+    assert html.index("In short") < html.index("fig-timeline") < html.index("<th>unit</th>")
+
+
 def test_report_rebuilds_from_saved_tables_alone(run_dir, tmp_path):
     shutil.copytree(run_dir, tmp_path / "copy")
     for f in ("report.html", "report.md"):

@@ -1,0 +1,131 @@
+"""What a report opens with: a few sentences with numbers and units (what happened, what it
+cost, against what), and the unit of every summary column."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..events import NAMES
+
+# the unit of each summary column not said by its name (_s: seconds, _bytes: bytes)
+UNITS = {
+    "nodes": "hosts", "duration": "s", "rounds_completed": "rounds", "rdzv_latency_p50": "s",
+    "rdzv_latency_p99": "s", "round_latency_p50": "s", "failures_injected": "faults",
+    "store_ops": "operations", "store_background_util_max": "fraction", "agents_exited": "agents",
+    "requeues": "requeues", "nodes_excluded": "hosts", "store_failovers": "store starts",
+    "running_fraction": "fraction", "ettr": "fraction", "goodput": "fraction",
+    "interruptions": "count", "sim_events": "events", "ranks_changed": "hosts",
+    "rank0_moved": "rounds", "steps_attempted": "steps", "steps_committed": "steps",
+    "steps_failed": "steps", "step_efficiency": "fraction", "groups_per_step": "groups",
+}
+
+
+def unit(column: str) -> str:
+    """The unit of a summary column (the CLI's table and the report's)."""
+    if column in UNITS:
+        return UNITS[column]
+    if column.startswith("shards_moved_"):
+        return "shards"
+    if column.endswith("_bytes"):
+        return "bytes"
+    return "s" if column.endswith("_s") else ""
+
+
+def span(seconds: float) -> str:
+    """A duration a person reads at a glance: 42.0 s, 7.5 min, 3.2 h, 54 days."""
+    s = abs(seconds)
+    if s < 120:
+        return f"{seconds:.1f} s"
+    if s < 7200:
+        return f"{seconds / 60:.1f} min"
+    if s < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
+    faults = [n for n in NAMES if n.startswith("fault_")]
+    ev = events.loc[events["event"].isin(faults), ["t", "node", "event", "detail"]]
+    if ev.empty:
+        return None
+    t0, node, kind = float(ev["t"].iloc[0]), str(ev["node"].iloc[0]), str(ev["event"].iloc[0])[6:]
+    out = [f"The first fault: {node} {kind.replace('_', ' ')} at t = {t0:,.1f} s."]
+    left = events[(events["event"] == "round_left") & (events["t"] >= t0)]
+    if len(left):
+        t1 = float(left["t"].iloc[0])
+        out.append(f"The round's members left it at {t1:,.1f} s ({span(t1 - t0)} later).")
+    before = rounds[rounds["end"] <= t0]
+    after = rounds[rounds["end"] > t0]
+    if len(after):
+        r = after.iloc[0]
+        out.append(f"A round formed again at {float(r['end']):,.1f} s with {int(r['nnodes'])} hosts "
+                   f"({span(float(r['end']) - t0)} after the fault; its rendezvous took "
+                   f"{span(float(r['latency']))}).")
+        if len(before):
+            size = int(before["nnodes"].iloc[-1])
+            back = after[after["nnodes"] >= size]
+            if int(r["nnodes"]) < size and len(back):
+                tb = float(back["end"].iloc[0])
+                out.append(f"It grew back to {size} hosts at {tb:,.1f} s.")
+            elif int(r["nnodes"]) < size:
+                out.append(f"It did not grow back to {size} hosts before the run ended.")
+    else:
+        out.append("No round formed after it.")
+    more = len(ev) - 1
+    if more:
+        kinds = ev["event"].iloc[1:].astype(str).str[6:].value_counts()
+        listed = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in kinds.items())
+        out.append(f"{more} more fault{'s' if more > 1 else ''} followed ({listed}).")
+    return " ".join(out)
+
+
+def _cost(s: pd.Series, duration: float) -> str:
+    ettr = float(s.get("ettr", math.nan))
+    if math.isnan(ettr):
+        return (f"Some round trained during {float(s['running_fraction']):.1%} of the run "
+                "(an upper bound: the scenario has no training model, so no ETTR or goodput).")
+    lost = {c[5:-2].replace("_", " "): float(s[c]) for c in s.index
+            if c.startswith("lost_") and c.endswith("_s") and float(s[c]) > 0}
+    top = sorted(lost.items(), key=lambda kv: -kv[1])[:3]
+    where = "; ".join(f"{k} {span(v)} ({v / duration:.1%})" for k, v in top)
+    text = (f"Training kept {ettr:.1%} of the run's time (ETTR) and reached a goodput of "
+            f"{float(s['goodput']):.1%} of full-size training.")
+    return text + (f" The most time went to: {where}." if where else "")
+
+
+def _theory(s: pd.Series, scenario: dict) -> str | None:
+    """Young's checkpoint interval, sqrt(2 C M), beside the run's own (synchronous only: C is
+    the stall a checkpoint costs)."""
+    tr = scenario.get("training") or {}
+    m, n = float(s.get("mtti_s", math.nan)), s.get("interruptions", 0)
+    if not tr or tr.get("checkpoint", "sync") != "sync" or math.isnan(m) or not n:
+        return None
+    c, interval = float(tr.get("checkpoint_cost", 60.0)), float(tr.get("checkpoint_interval", 1800.0))
+    if c <= 0:
+        return None
+    young = math.sqrt(2 * c * m)
+    return (f"Against theory: with one interruption every {span(m)} and a {span(c)} checkpoint, "
+            f"Young's interval is {span(young)}; this run checkpoints every {span(interval)}.")
+
+
+def opening(tables: dict, scenario: dict) -> list[str]:
+    """The report's first paragraphs, from the saved tables and the scenario."""
+    s = tables["summary"].iloc[0]
+    duration = float(s["duration"])
+    nproc = int((scenario.get("cluster") or {}).get("nproc_per_node", 1))
+    gpus = f" x {nproc} GPUs" if nproc > 1 else ""
+    out = [f"{int(s['nodes']):,} hosts{gpus}, the {s['protocol']} protocol, {span(duration)} "
+           f"simulated: {int(s['rounds_completed']):,} rounds formed; a host's rendezvous took "
+           f"{span(float(s['rdzv_latency_p50']))} at the median and "
+           f"{span(float(s['rdzv_latency_p99']))} at the 99th percentile."
+           if not math.isnan(float(s["rdzv_latency_p50"])) else
+           f"{int(s['nodes']):,} hosts{gpus}, the {s['protocol']} protocol, {span(duration)} "
+           "simulated: no round formed."]
+    fault = _first_fault(tables["events"], tables["rounds"])
+    out.append(fault or "No fault was injected.")
+    out.append(_cost(s, duration))
+    theory = _theory(s, scenario)
+    if theory:
+        out.append(theory)
+    return out
