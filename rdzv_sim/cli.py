@@ -273,6 +273,69 @@ def schema(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write t
         print(text)
 
 
+incidents = typer.Typer(no_args_is_help=True,
+                        help="Incident logs: fit a team's own log to a scenario's random_faults.")
+app.add_typer(incidents, name="incidents")
+
+
+def _write_whole(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.partial")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        _fail([f"cannot write {path}: {e}"], 1)
+
+
+@incidents.command("fit")
+def incidents_fit(log: Path = typer.Argument(..., help="A CSV or Parquet log: time, scope, cause[, repair_s]."),
+                  span: Optional[float] = typer.Option(None, "--span", help="Seconds the log covers (default: to its last incident)."),
+                  out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the random_faults YAML here.")):
+    """Each cause's rate with its 95% interval, a Weibull check of the Poisson assumption, and
+    the scenario's `random_faults` that replay those rates (docs/incidents.md)."""
+    import yaml
+    from .incidents import LogError, fit, random_faults, read_log
+    try:
+        table = read_log(log)
+        fits = fit(table, span)
+    except (LogError, ValueError) as e:
+        _fail([str(e)])
+    t = Table(title=f"{log}: {len(table):,} incidents over {fits[0].span_s / 86400:,.1f} days",
+              caption="Weibull k: the shape fitted to the times between incidents (1: Poisson); "
+                      "KS p: Kolmogorov-Smirnov against the exponential (fitted: optimistic)",
+              show_header=True, header_style="bold")
+    t.add_column("cause", no_wrap=True, min_width=max(len(f.cause) for f in fits))
+    for c in ("scope", "n", "per day", "95%", "MTBF h", "Weibull k", "KS p", "repair s"):
+        t.add_column(c, justify="left" if c == "scope" else "right")
+    for f in fits:
+        t.add_row(f.cause, f.scope, str(f.count), f"{f.rate_per_day:.3g}",
+                  f"{f.rate_low_per_day:.2g}-{f.rate_high_per_day:.2g}", f"{f.mtbf_s / 3600:,.1f}",
+                  "-" if f.weibull_shape is None else f"{f.weibull_shape:.2f}",
+                  "-" if f.ks_p_exponential is None else f"{f.ks_p_exponential:.2f}",
+                  "-" if f.repair_s is None else f"{f.repair_s:,.0f}")
+    out_console.print(t)
+    text = yaml.safe_dump({"random_faults": random_faults(fits)}, sort_keys=False)
+    if out:
+        _write_whole(out, text)
+        out_console.print(f"random_faults: {out}", highlight=False)
+    else:
+        print(text, end="")
+
+
+@incidents.command("sample")
+def incidents_sample(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the CSV here (default: stdout)."),
+                     seed: int = typer.Option(0, "--seed", help="The draw of times and hosts.")):
+    """A synthetic incident log, marked as such in its `source` column: the Llama 3 paper's
+    causes and counts over 54 days at random times."""
+    from .incidents import sample_log
+    text = sample_log(seed).to_csv(index=False)
+    if out:
+        _write_whole(out, text)
+    else:
+        print(text, end="")
+
+
 def _plugin_commands() -> None:
     """Subcommands other packages add through the `rdzv_sim.commands` entry-point group: this is
     how `validate` and `calibrate` (in real_backend, which needs torch) reach this CLI without

@@ -17,7 +17,7 @@ LAYERS = [
     ("hrw",),
     ("rdzv_sim.errors", "rdzv_sim.ops", "rdzv_sim.events"),
     ("rdzv_sim.protocols",),
-    ("rdzv_sim.scenario",),
+    ("rdzv_sim.scenario", "rdzv_sim.incidents"),
     ("rdzv_sim.trace",),
     ("rdzv_sim.sim", "rdzv_sim.aggregate", "rdzv_sim.models"),
     ("rdzv_sim.training", "rdzv_sim.placement"),
