@@ -273,6 +273,57 @@ def schema(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write t
         print(text)
 
 
+@app.command()
+def advise(
+    scenario: str = typer.Argument(..., help="A bundled scenario name or a YAML file."),
+    space: List[str] = typer.Option([], "--space", help="key.path=LOW..HIGH[:log] or key.path=A|B|C (repeatable)."),
+    trials: int = typer.Option(20, "--trials", help="Candidates to try (the current settings among them)."),
+    seeds: int = typer.Option(3, "--seeds", help="Seeds per candidate, the same for every candidate."),
+    objective: str = typer.Option("goodput", "--objective", help="goodput or goodput_per_host (spares paid for)."),
+    set_: List[str] = typer.Option([], "--set", help="Override a field first: key.path=value (repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Default: runs/<name>-advice."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Local processes (default: all cores)."),
+    dask: Optional[str] = typer.Option(None, "--dask", help="Run on this Dask scheduler (tcp://host:8786)."),
+):
+    """Which settings to change: searched with Optuna over paired seeds, the best with its
+    confidence, each setting's worth alone, theory beside it (docs/advise.md)."""
+    import time
+    from .advise import advise as do_advise, parse_space, write
+    from .outputs import OutputError, atomic_folder
+    from .scenario.load import ScenarioError, load
+    try:
+        sc = load(scenario, set_)
+        knobs = parse_space(space)
+        if not knobs:
+            raise ValueError("give at least one --space key.path=LOW..HIGH or key.path=A|B|C")
+        for k in knobs:
+            for v in k.values_to_check():
+                load(sc, [f"{k.key}={int(v) if k.integer else v}"])
+        if trials < 2 or seeds < 2:
+            raise ValueError("--trials and --seeds: at least 2 each")
+    except ScenarioError as e:
+        _fail([f"--space: {m}" if m.startswith("--set") else m for m in e.messages])
+    except ValueError as e:
+        _fail([str(e)])
+    target = out or Path(f"runs/{sc.name}-advice")
+    err_console.print(f"advise {sc.name}: {trials} candidates x {seeds} seeds = {trials * seeds} runs "
+                      f"(+ {seeds} of the current settings)", highlight=False)
+    t0 = time.perf_counter()
+    try:
+        result = do_advise(sc, knobs, trials, seeds, objective, workers, dask,
+                           progress=lambda text: err_console.print(text, highlight=False))
+        with atomic_folder(target) as tmp:
+            write(result, tmp, f"{sc.name}: advice", objective, knobs, time.perf_counter() - t0)
+    except ValueError as e:
+        _fail([str(e)])
+    except OutputError as e:
+        _fail([str(e)])
+    for line in result.lines:
+        out_console.print(line, highlight=False)
+    out_console.print(f"advice: {target}/advice.html, the scenario: {target}/recommended.yaml",
+                      highlight=False)
+
+
 incidents = typer.Typer(no_args_is_help=True,
                         help="Incident logs: fit a team's own log to a scenario's random_faults.")
 app.add_typer(incidents, name="incidents")

@@ -48,15 +48,10 @@ def run_one(scenario, spec: dict) -> dict:
     return row
 
 
-def sweep(scenario, grid: dict, seeds: int = 1, workers: int | None = None,
-          dask_address: str | None = None, progress=None) -> pd.DataFrame:
-    """Run the grid x seeds; `progress(done, total)` after each run. Rows in plan order."""
-    from .scenario.load import load
-    sc = load(scenario)                       # fail early, once, on a bad scenario
-    for spec in plan(grid, 1)[:1] + plan(grid, 1)[-1:]:
-        load(sc, spec["overrides"])           # ... and on a bad grid value
-    specs = plan(grid, seeds, sc.seed)
-    data = sc.model_dump(mode="json")
+def run_specs(data: dict, specs: list[dict], workers: int | None = None,
+              dask_address: str | None = None, progress=None) -> list[dict]:
+    """Each spec's summary row (`run_one`), in order, on a local process pool or a Dask
+    cluster; `progress(done, total)` after each run."""
     rows: list[dict | None] = [None] * len(specs)
     if dask_address:
         from dask.distributed import Client, as_completed as dask_completed
@@ -73,6 +68,18 @@ def sweep(scenario, grid: dict, seeds: int = 1, workers: int | None = None,
                 rows[futs[fut]] = fut.result()
                 if progress:
                     progress(n, len(specs))
+    return rows
+
+
+def sweep(scenario, grid: dict, seeds: int = 1, workers: int | None = None,
+          dask_address: str | None = None, progress=None) -> pd.DataFrame:
+    """Run the grid x seeds; `progress(done, total)` after each run. Rows in plan order."""
+    from .scenario.load import load
+    sc = load(scenario)                       # fail early, once, on a bad scenario
+    for spec in plan(grid, 1)[:1] + plan(grid, 1)[-1:]:
+        load(sc, spec["overrides"])           # ... and on a bad grid value
+    specs = plan(grid, seeds, sc.seed)
+    rows = run_specs(sc.model_dump(mode="json"), specs, workers, dask_address, progress)
     df = pd.DataFrame(rows)
     front = [*grid, "seed"]
     return df[front + [c for c in df.columns if c not in front]]

@@ -1,0 +1,304 @@
+"""`advise`: the settings a team may change, searched with Optuna (TPE) for the best objective,
+every candidate run on the same seeds (so candidates share their failure draws and are compared
+pairwise), and the answer with its confidence: the best settings against the current ones,
+how sure the ranking of the top few is, what each setting is worth alone, and theory beside it
+where there is one (Young's and Daly's checkpoint interval)."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .sweep import run_specs
+
+OBJECTIVES = {
+    "goodput": "goodput: the share of full-size training the run did",
+    "goodput_per_host": "goodput x max_nodes / (max_nodes + hot_spares): what the hosts paid "
+                        "for, spares included, delivered",
+}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting to search: a range (`low`..`high`, integer if both ends are, `log` for a
+    log scale) or choices."""
+    key: str
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    log: bool = False
+    choices: tuple[str, ...] = ()
+
+    def values_to_check(self) -> list:
+        return list(self.choices) if self.choices else [self.low, self.high]
+
+
+_RANGE = re.compile(r"^\s*(-?[\d.eE+]+)\s*\.\.\s*(-?[\d.eE+]+)\s*(:log)?\s*$")
+
+
+def parse_space(items: list[str]) -> list[Knob]:
+    """["training.checkpoint_interval=300..7200:log", "scheduler.hot_spares=0..64",
+    "protocol.name=hrw|c10d"] -> knobs. A bad item is a ValueError saying the forms."""
+    knobs = []
+    for item in items:
+        key, _, spec = item.partition("=")
+        key = key.strip()
+        form = ("expected key.path=LOW..HIGH (a range; add :log for a log scale) or "
+                "key.path=A|B|C (choices)")
+        if not key or not spec:
+            raise ValueError(f"--space {item!r}: {form}")
+        m = _RANGE.match(spec)
+        if m:
+            try:
+                lo, hi = float(m.group(1)), float(m.group(2))
+            except ValueError:
+                raise ValueError(f"--space {item!r}: {form}") from None
+            if not lo < hi:
+                raise ValueError(f"--space {item!r}: the range's low end must be below its high end")
+            if m.group(3) and lo <= 0:
+                raise ValueError(f"--space {item!r}: a log scale needs a positive low end")
+            integer = all(re.fullmatch(r"-?\d+", g) for g in (m.group(1), m.group(2)))
+            knobs.append(Knob(key, lo, hi, integer, bool(m.group(3))))
+        elif "|" in spec:
+            choices = tuple(c.strip() for c in spec.split("|") if c.strip())
+            if len(choices) < 2:
+                raise ValueError(f"--space {item!r}: give at least two choices")
+            knobs.append(Knob(key, choices=choices))
+        else:
+            raise ValueError(f"--space {item!r}: {form}")
+    if len({k.key for k in knobs}) != len(knobs):
+        raise ValueError("--space: a key is given twice")
+    return knobs
+
+
+def current_value(data: dict, key: str):
+    node = data
+    for part in key.split("."):
+        node = node[int(part)] if isinstance(node, list) else (node or {}).get(part)
+    return node
+
+
+def objective_of(row: dict, name: str, sc) -> float:
+    """A run's objective from its summary row (with the candidate's params in it)."""
+    g = float(row.get("goodput", math.nan))
+    if name == "goodput":
+        return g
+    hosts = int(row.get("protocol.max_nodes", getattr(sc.protocol, "max_nodes", sc.cluster.nodes)))
+    spares = int(row.get("scheduler.hot_spares", sc.scheduler.hot_spares))
+    return g * hosts / (hosts + spares)
+
+
+@dataclass
+class Advice:
+    trials: pd.DataFrame                 # one row per candidate: params, mean, sd, per-seed values
+    best: dict                           # the best candidate's params
+    baseline: dict                       # the scenario's own values of the knobs
+    lines: list[str] = field(default_factory=list)   # the answer, in sentences
+    recommended: dict | None = None      # the scenario with the best settings (a dict)
+    given: dict | None = None            # the scenario as it was given
+
+
+def _t_interval(diffs: np.ndarray) -> tuple[float, float, float]:
+    from scipy import stats
+    n = len(diffs)
+    mean = float(diffs.mean())
+    if n < 2:
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf(0.975, n - 1) * diffs.std(ddof=1) / math.sqrt(n))
+    return mean, mean - half, mean + half
+
+
+def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
+           objective: str = "goodput", workers: int | None = None, dask_address: str | None = None,
+           progress=None) -> Advice:
+    """Search `knobs` for the best `objective` over `trials` candidates, each on `seeds` paired
+    seeds; `progress(text)` between batches."""
+    import optuna
+    from .scenario.load import load
+    if objective not in OBJECTIVES:
+        raise ValueError(f"--objective {objective!r}: one of {', '.join(OBJECTIVES)}")
+    if trials < 2 or seeds < 2:
+        raise ValueError("advise needs at least 2 trials and 2 seeds (a confidence interval "
+                         "needs two seeds)")
+    sc = load(scenario)
+    data = sc.model_dump(mode="json")
+    for k in knobs:                           # a bad key or value: refused before anything runs
+        for v in k.values_to_check():
+            load(sc, [f"{k.key}={int(v) if k.integer else v}"])
+    seed_list = [sc.seed + i for i in range(seeds)]
+    baseline = {k.key: current_value(data, k.key) for k in knobs}
+    batch = max(1, workers or __import__("os").cpu_count() or 1)
+
+    def runs(params_list: list[dict]) -> list[list[float]]:
+        specs = [{"overrides": [f"{k}={v}" for k, v in p.items()], "params": dict(p), "seed": s}
+                 for p in params_list for s in seed_list]
+        rows = run_specs(data, specs, workers, dask_address)
+        out = []
+        for i in range(len(params_list)):
+            chunk = rows[i * seeds:(i + 1) * seeds]
+            out.append([objective_of(r, objective, sc) for r in chunk])
+        return out, rows
+
+    (base_vals,), base_rows = runs([baseline])
+    if not np.isfinite(base_vals).any():
+        raise ValueError(f"{sc.name}: its runs give no {objective} (goodput needs a training "
+                         "section: training.checkpoint_interval, ...)")
+    if progress:
+        progress(f"current settings: {objective} {np.mean(base_vals):.4f}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=sc.seed))
+    inside = {k.key: baseline[k.key] for k in knobs
+              if (k.choices and str(baseline[k.key]) in k.choices)
+              or (not k.choices and baseline[k.key] is not None and k.low <= float(baseline[k.key]) <= k.high)}
+    if len(inside) == len(knobs):            # the current settings are a candidate too
+        study.enqueue_trial({k.key: str(inside[k.key]) if k.choices else inside[k.key] for k in knobs})
+    rows_out = []
+    done = 0
+    while done < trials:
+        asked = [study.ask() for _ in range(min(batch, trials - done))]
+        params = []
+        for tr in asked:
+            p = {}
+            for k in knobs:
+                if k.choices:
+                    p[k.key] = tr.suggest_categorical(k.key, list(k.choices))
+                elif k.integer:
+                    p[k.key] = tr.suggest_int(k.key, int(k.low), int(k.high), log=k.log)
+                else:
+                    p[k.key] = tr.suggest_float(k.key, k.low, k.high, log=k.log)
+            params.append(p)
+        fresh = [p for p in params if p != baseline]
+        fresh_vals = iter(runs(fresh)[0] if fresh else [])
+        values = [list(base_vals) if p == baseline else next(fresh_vals) for p in params]
+        for tr, p, v in zip(asked, params, values):
+            mean = float(np.mean(v))
+            study.tell(tr, mean if math.isfinite(mean) else float("-inf"))
+            rows_out.append({**p, "mean": mean, "sd": float(np.std(v, ddof=1)),
+                             **{f"seed_{s}": x for s, x in zip(seed_list, v)}})
+        done += len(asked)
+        if progress:
+            progress(f"{done}/{trials} candidates; best so far {max(r['mean'] for r in rows_out):.4f}")
+    table = pd.DataFrame(rows_out).sort_values("mean", ascending=False, kind="stable").reset_index(drop=True)
+    per_seed = [f"seed_{s}" for s in seed_list]
+    best = {k.key: table.iloc[0][k.key] for k in knobs}
+    best = {k: (v.item() if hasattr(v, "item") else v) for k, v in best.items()}
+    lines = _answer(table, knobs, best, baseline, np.array(base_vals), per_seed, objective)
+    alone = [{**baseline, k.key: best[k.key]} for k in knobs if best[k.key] != baseline[k.key]]
+    if len(knobs) > 1 and alone:             # with one knob, 'alone' is the line above
+        vals, _ = runs(alone)
+        for p, v in zip(alone, vals):
+            key = next(k for k in p if p[k] != baseline[k])
+            m, lo, hi = _t_interval(np.array(v) - np.array(base_vals))
+            lines.append(f"{key} = {_show(best[key])} alone (the rest as they are): "
+                         f"{m:+.4f} ({lo:+.4f} to {hi:+.4f}).")
+    theory = _theory(knobs, best, sc, base_rows)
+    if theory:
+        lines.append(theory)
+    rec = load(sc, [f"{k}={v}" for k, v in best.items()]).model_dump(mode="json")
+    return Advice(table, best, baseline, lines, rec, data)
+
+
+def _show(v) -> str:
+    return f"{v:,.4g}" if isinstance(v, float) else str(v)
+
+
+def _answer(table, knobs, best, baseline, base_vals, per_seed, objective) -> list[str]:
+    from scipy import stats
+    top = table.iloc[0]
+    top_vals = top[per_seed].to_numpy(float)
+    m, lo, hi = _t_interval(top_vals)
+    settings = ", ".join(f"{k} = {_show(v)}" for k, v in best.items())
+    now = ", ".join(f"{k} = {_show(v)}" for k, v in baseline.items())
+    d, dlo, dhi = _t_interval(top_vals - base_vals)
+    lines = [f"Best of {len(table)} candidates: {settings}, {objective} {m:.4f} "
+             f"(95% interval over {len(per_seed)} seeds: {lo:.4f} to {hi:.4f}).",
+             f"Against the current settings ({now}, {objective} {base_vals.mean():.4f}): "
+             f"{d:+.4f} (95% interval of the paired difference: {dlo:+.4f} to {dhi:+.4f})."]
+    for i in range(1, min(3, len(table))):
+        other = table.iloc[i][per_seed].to_numpy(float)
+        diff = top_vals - other
+        wins = int((diff > 0).sum())
+        p = float(stats.ttest_rel(top_vals, other).pvalue) if np.any(diff != diff[0]) else math.nan
+        alt = ", ".join(f"{k.key} = {_show(table.iloc[i][k.key])}" for k in knobs)
+        lines.append(f"Ahead of number {i + 1} ({alt}) by {diff.mean():+.4f}, on {wins} of "
+                     f"{len(diff)} seeds" + ("" if math.isnan(p) else f" (paired t-test p = {p:.2g})")
+                     + ("." if math.isnan(p) or p < 0.05 else ": not a sure ranking."))
+    return lines
+
+
+def _theory(knobs, best, sc, base_rows) -> str | None:
+    """Young's sqrt(2 C M) and Daly's sqrt(2 C M) - C for the checkpoint interval, with M the
+    current settings' mean time per interruption."""
+    if "training.checkpoint_interval" not in {k.key for k in knobs} or sc.training is None:
+        return None
+    if sc.training.checkpoint != "sync":
+        return None
+    m = float(np.nanmean([float(r.get("mtti_s", math.nan)) for r in base_rows]))
+    c = sc.training.checkpoint_cost
+    if not math.isfinite(m) or c <= 0:
+        return None
+    young = math.sqrt(2 * c * m)
+    return (f"Theory for the checkpoint interval (C = {c:g} s a checkpoint, one interruption "
+            f"every {m:,.0f} s): Young {young:,.0f} s, Daly {young - c:,.0f} s; the search found "
+            f"{_show(best['training.checkpoint_interval'])} s.")
+
+
+def write(advice: Advice, out, title: str, objective: str, knobs: list[Knob], elapsed_s: float) -> None:
+    """advice.md and advice.html (the answer, the top candidates, a sensitivity plot per
+    setting), trials.csv, and recommended.yaml, ready to `rdzv-sim run`; into `out` (whole)."""
+    import base64
+    import html
+    import io
+    from pathlib import Path
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import yaml
+    out = Path(out)
+    t = advice.trials
+    fig, axes = plt.subplots(1, len(knobs), figsize=(4.5 * len(knobs), 3.4), squeeze=False)
+    for ax, k in zip(axes[0], knobs):
+        x = t[k.key].astype(str) if k.choices else t[k.key].astype(float)
+        ax.errorbar(x, t["mean"], yerr=t["sd"], fmt="o", ms=4, alpha=0.7)
+        if not k.choices and k.log:
+            ax.set_xscale("log")
+        ax.axvline(advice.best[k.key] if not k.choices else str(advice.best[k.key]), color="C2",
+                   ls="--", lw=1, label="best")
+        ax.set_xlabel(k.key)
+        ax.set_ylabel(f"{objective} (mean over seeds, ±1 sd)")
+        ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    png = buf.getvalue()
+    (out / "sensitivity.png").write_bytes(png)
+    t.to_csv(out / "trials.csv", index=False)
+    (out / "recommended.yaml").write_text(yaml.safe_dump(advice.recommended, sort_keys=False))
+    (out / "scenario.yaml").write_text(yaml.safe_dump(advice.given, sort_keys=False))
+    top = t.head(10)
+    cols = [k.key for k in knobs] + ["mean", "sd"]
+    md = [f"# {title}", "", f"Objective: {OBJECTIVES[objective]}. {len(t)} candidates, "
+          f"{len([c for c in t.columns if c.startswith('seed_')])} paired seeds each, searched "
+          f"with Optuna's TPE sampler in {elapsed_s:,.0f} s.", "", "## The answer", ""]
+    md += [line + "\n" for line in advice.lines]
+    md += ["## The top candidates", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    md += ["| " + " | ".join(_show(r[c]) for c in cols) + " |" for _, r in top.iterrows()]
+    md += ["", "![sensitivity](sensitivity.png)", "",
+           "`recommended.yaml` is the scenario with the best settings: `rdzv-sim run recommended.yaml`.", ""]
+    (out / "advice.md").write_text("\n".join(md))
+    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+         "<style>body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto}"
+         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}</style>"
+         f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(md[2])}</p><h2>The answer</h2>"]
+    h += [f"<p>{html.escape(line)}</p>" for line in advice.lines]
+    h.append("<h2>The top candidates</h2><table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>")
+    h += ["<tr>" + "".join(f"<td>{html.escape(_show(r[c]))}</td>" for c in cols) + "</tr>"
+          for _, r in top.iterrows()]
+    h.append(f"</table><img alt='sensitivity' src='data:image/png;base64,{base64.b64encode(png).decode()}'>")
+    h.append("<p><code>recommended.yaml</code> is the scenario with the best settings.</p></body></html>")
+    (out / "advice.html").write_text("\n".join(h))
