@@ -9,19 +9,13 @@ import yaml
 
 from rdzv_sim.advise import advise, parse_space
 
-N, M, C = 8, 3600.0, 60.0          # hosts, the job's mean time between failures, checkpoint cost
+from test_goodput import DELTA as C, M, young_daly_scenario as _scenario
 
 
 def young_daly_scenario(interval=3600.0):
-    return {"name": "young-daly", "seed": 1, "duration": 100 * M, "fidelity": "aggregate",
-            "cluster": {"nodes": N, "nproc_per_node": 8, "start_spread": 0},
-            "store": {"host": None},
-            "protocol": {"name": "hrw", "min_nodes": N, "max_nodes": N, "join_timeout": 1e9},
-            "agent": {"max_restarts": 10**6, "max_rendezvous_attempts": 10**6,
-                      "collective_timeout": 10, "worker_start": 30},
-            "shards": {"count": 0},
-            "training": {"checkpoint_interval": interval, "checkpoint_cost": C},
-            "random_faults": [{"distribution": "exponential", "mtbf": N * M, "repair": 60}]}
+    """test_goodput's scenario, 100 failures long, at the aggregate fidelity (a search is many
+    runs)."""
+    return _scenario(interval, failures=100, seed=1) | {"fidelity": "aggregate"}
 
 
 def cli(*args):

@@ -10,17 +10,22 @@ N, M, DELTA = 8, 3600.0, 60.0          # nodes, system MTBF (s), checkpoint cost
 R = 10 + 60 + 30                       # restart: collective timeout + repair + worker start
 
 
+def young_daly_scenario(tau: float, failures: int = 300, seed: int = 3, **training) -> dict:
+    """N hosts at a fixed size, exponential failures (one every M s for the job), a checkpoint
+    every `tau` s costing DELTA: the setting checkpoint/restart theory is about."""
+    return {"name": "young-daly", "seed": seed, "duration": failures * M,
+            "cluster": {"nodes": N, "nproc_per_node": 8, "start_spread": 0},
+            "store": {"host": None},
+            "protocol": {"name": "hrw", "min_nodes": N, "max_nodes": N, "join_timeout": 1e9},
+            "agent": {"max_restarts": 10**6, "max_rendezvous_attempts": 10**6,
+                      "collective_timeout": 10, "worker_start": 30},
+            "shards": {"count": 0},
+            "training": {"checkpoint_interval": tau, "checkpoint_cost": DELTA, **training},
+            "random_faults": [{"distribution": "exponential", "mtbf": N * M, "repair": 60}]}
+
+
 def simulated(tau: float, failures: int = 300, seed: int = 3, **training) -> tuple[float, float]:
-    sc = {"name": "young-daly", "seed": seed, "duration": failures * M,
-          "cluster": {"nodes": N, "nproc_per_node": 8, "start_spread": 0},
-          "store": {"host": None},
-          "protocol": {"name": "hrw", "min_nodes": N, "max_nodes": N, "join_timeout": 1e9},
-          "agent": {"max_restarts": 10**6, "max_rendezvous_attempts": 10**6,
-                    "collective_timeout": 10, "worker_start": 30},
-          "shards": {"count": 0},
-          "training": {"checkpoint_interval": tau, "checkpoint_cost": DELTA, **training},
-          "random_faults": [{"distribution": "exponential", "mtbf": N * M, "repair": 60}]}
-    s = rdzv_sim.run(sc).summary.iloc[0]
+    s = rdzv_sim.run(young_daly_scenario(tau, failures, seed, **training)).summary.iloc[0]
     return float(s.ettr), float(s.goodput)
 
 
