@@ -6,6 +6,7 @@ where there is one (Young's and Daly's checkpoint interval)."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -129,10 +130,14 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
         for v in k.values_to_check():
             load(sc, [f"{k.key}={int(v) if k.integer else v}"])
     seed_list = [sc.seed + i for i in range(seeds)]
+    if progress:
+        progress(f"advise {sc.name}: {trials} candidates x {seeds} seeds = {trials * seeds} runs "
+                 f"(+ {seeds} of the current settings)")
     baseline = {k.key: current_value(data, k.key) for k in knobs}
-    batch = max(1, workers or __import__("os").cpu_count() or 1)
+    batch = max(1, workers or os.cpu_count() or 1)
 
-    def runs(params_list: list[dict]) -> list[list[float]]:
+    def runs(params_list: list[dict]) -> tuple[list[list[float]], list[dict]]:
+        """Each candidate's objective on every seed, and the runs' summary rows."""
         specs = [{"overrides": [f"{k}={v}" for k, v in p.items()], "params": dict(p), "seed": s}
                  for p in params_list for s in seed_list]
         rows = run_specs(data, specs, workers, dask_address)
@@ -240,9 +245,10 @@ def _theory(knobs, best, sc, base_rows) -> str | None:
     c = sc.training.checkpoint_cost
     if not math.isfinite(m) or c <= 0:
         return None
-    young = math.sqrt(2 * c * m)
+    from .training import young_daly
+    young, daly = young_daly(c, m)
     return (f"Theory for the checkpoint interval (C = {c:g} s a checkpoint, one interruption "
-            f"every {m:,.0f} s): Young {young:,.0f} s, Daly {young - c:,.0f} s; the search found "
+            f"every {m:,.0f} s): Young {young:,.0f} s, Daly {daly:,.0f} s; the search found "
             f"{_show(best['training.checkpoint_interval'])} s.")
 
 

@@ -296,27 +296,20 @@ def advise(
         knobs = parse_space(space)
         if not knobs:
             raise ValueError("give at least one --space key.path=LOW..HIGH or key.path=A|B|C")
-        for k in knobs:
-            for v in k.values_to_check():
-                load(sc, [f"{k.key}={int(v) if k.integer else v}"])
-        if trials < 2 or seeds < 2:
-            raise ValueError("--trials and --seeds: at least 2 each")
     except ScenarioError as e:
-        _fail([f"--space: {m}" if m.startswith("--set") else m for m in e.messages])
+        _fail(e.messages)
     except ValueError as e:
         _fail([str(e)])
     target = out or Path(f"runs/{sc.name}-advice")
-    err_console.print(f"advise {sc.name}: {trials} candidates x {seeds} seeds = {trials * seeds} runs "
-                      f"(+ {seeds} of the current settings)", highlight=False)
     t0 = time.perf_counter()
-    try:
+    try:                          # advise checks the space and its arguments before any run
         result = do_advise(sc, knobs, trials, seeds, objective, workers, dask,
                            progress=lambda text: err_console.print(text, highlight=False))
         with atomic_folder(target) as tmp:
             write(result, tmp, f"{sc.name}: advice", objective, knobs, time.perf_counter() - t0)
-    except ValueError as e:
-        _fail([str(e)])
-    except OutputError as e:
+    except ScenarioError as e:
+        _fail([f"--space: {m}" if m.startswith("--set") else m for m in e.messages])
+    except (ValueError, OutputError) as e:
         _fail([str(e)])
     for line in result.lines:
         out_console.print(line, highlight=False)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 from array import array
-from itertools import accumulate
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,25 +72,21 @@ def render_details(n: int, fields: dict) -> pa.LargeStringArray:
             text += _encode(value)
     text += "}"
     if not pieces:
-        return pa.array([text] * n, pa.large_string())
+        return pa.repeat(pa.scalar(text, pa.large_string()), n)
     return pc.binary_join_element_wise(*pieces, pa.scalar(text, pa.large_string()),
                                        pa.scalar("", pa.large_string()))
 
 
-def _empty_strings(n: int) -> pa.LargeStringArray:
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(np.zeros(n + 1, np.int64)),
-                                            pa.py_buffer(b""))
-
-
 @dataclass
 class _Block:
-    """Events recorded together (`Tracer.record_many`): one event, round and world size, a
-    time, node and rank per row, and their details as one Arrow string array."""
+    """Events recorded together: one event, round and world size for all (`record_many`), or
+    one a row (single events, flushed), a time, node and rank per row, and their details as
+    one Arrow string array."""
     t: np.ndarray
     node: np.ndarray              # int32 codes into Tracer.names
-    event: int
-    round: int                    # NA: none
-    world_size: int
+    event: int | np.ndarray
+    round: int | np.ndarray       # NA: none
+    world_size: int | np.ndarray
     rank: np.ndarray | None       # None: no rank
     detail: pa.Array
 
@@ -180,7 +175,7 @@ class Tracer:
         elif details is not None:
             detail = pa.array(details, pa.large_string())
         else:
-            detail = _empty_strings(n)
+            detail = pa.repeat(pa.scalar("", pa.large_string()), n)
         self._flush_rows()
         self.blocks.append(_Block(t, ix, ev, NA if rnd is None else rnd,
                                   NA if world_size is None else world_size,
@@ -194,7 +189,7 @@ class Tracer:
         offsets[0] = 0
         offsets[1:] = np.frombuffer(self.detail_end, dtype=np.int64)
         detail = pa.LargeStringArray.from_buffers(len(self.t), pa.py_buffer(offsets),
-                                                  pa.py_buffer(bytes(self.detail_buf)))
+                                                  pa.py_buffer(self.detail_buf))   # no copy
         self.blocks.append(_Block(np.array(self.t, np.float64), np.array(self.node, np.int32),
                                   np.array(self.event, np.int32), np.array(self.round, np.int64),
                                   np.array(self.world_size, np.int64),

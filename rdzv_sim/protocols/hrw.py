@@ -414,18 +414,22 @@ class HrwProtocol(Protocol):
         """The members in rank order: HRW scores for the run id, not arrival order."""
         return Placement(names, seed=0).rank_order(self.cfg.run_id)
 
+    # a round's keys: a slot per joiner (n<i>), an assignment per member (a<i>), three per
+    # probe, and these, `closed` last; round_keys and round_key_count both read this layout
+    PROBE_KEYS = ("probe{k}", "probe{k}/acks", "probe{k}/ack")
+    ROUND_KEYS = ("seq", "ack", "ready", "waiting", "end", "probes", "closed")
+
     def round_keys(self, rnd: int, joined: int, count: int, probes: int) -> list[str]:
         """Every key round `rnd` wrote, given its joiners, members and probes; `closed` last."""
         keys = [self._k(rnd, f"n{i}") for i in range(1, joined + 1)]
         keys += [self._k(rnd, f"a{i}") for i in range(1, count + 1)]
         for k in range(1, probes + 1):
-            keys += [self._k(rnd, f"probe{k}"), self._k(rnd, f"probe{k}/acks"), self._k(rnd, f"probe{k}/ack")]
-        keys += [self._k(rnd, name) for name in ("seq", "ack", "ready", "waiting", "end", "probes")]
-        return keys + [self._k(rnd, "closed")]
+            keys += [self._k(rnd, p.format(k=k)) for p in self.PROBE_KEYS]
+        return keys + [self._k(rnd, name) for name in self.ROUND_KEYS]
 
     def round_key_count(self, joined: int, count: int, probes: int) -> int:
         """len(round_keys(...)), without writing them (the aggregate model counts deletes)."""
-        return joined + count + 3 * probes + 7
+        return joined + count + len(self.PROBE_KEYS) * probes + len(self.ROUND_KEYS)
 
     def clean_up(self, result: RoundResult):
         """Rank 0 deletes round r-2's keys once round r runs: nobody reads them (r-2 ended

@@ -104,7 +104,8 @@ def _theory(s: pd.Series, scenario: dict) -> str | None:
     c, interval = float(tr.get("checkpoint_cost", 60.0)), float(tr.get("checkpoint_interval", 1800.0))
     if c <= 0:
         return None
-    young = math.sqrt(2 * c * m)
+    from ..training import young_daly
+    young, _ = young_daly(c, m)
     return (f"Against theory: with one interruption every {span(m)} and a {span(c)} checkpoint, "
             f"Young's interval is {span(young)}; this run checkpoints every {span(interval)}.")
 

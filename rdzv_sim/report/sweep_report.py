@@ -33,10 +33,11 @@ def checkpoint_advice(df: pd.DataFrame, keys: list[str], sc) -> list[str]:
     out = [f"best {key}: {best} (mean goodput {by.max():.4f} over {df['seed'].nunique()} seeds)"]
     m = system_mtbf(sc)
     if m is not None and sc.training is not None:
+        from ..training import young_daly
         c = sc.training.checkpoint_cost
-        young = (2 * c * m) ** 0.5
+        young, daly = young_daly(c, m)
         out.append(f"theory (C = {c:g} s, job MTBF M = {m:,.0f} s): Young {young:,.0f} s, "
-                   f"Daly {young - c:,.0f} s")
+                   f"Daly {daly:,.0f} s")
     return out
 
 

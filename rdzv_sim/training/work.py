@@ -61,3 +61,10 @@ def span_work(length: float, training, *, first: bool, final: bool, from_peer: b
     else:
         saved = _persisted(n, avail, cycle, training.persist_time, training.persist_every) * interval
     return SpanWork(load, stalls, progress, saved, progress - saved)
+
+
+def young_daly(cost: float, mtbf: float) -> tuple[float, float]:
+    """The checkpoint interval theory gives for synchronous checkpoints of `cost` seconds and
+    a job that fails every `mtbf` seconds: Young's sqrt(2 C M) and Daly's sqrt(2 C M) - C."""
+    young = math.sqrt(2 * cost * mtbf)
+    return young, young - cost
