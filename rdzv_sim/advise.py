@@ -130,24 +130,27 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
         for v in k.values_to_check():
             load(sc, [f"{k.key}={int(v) if k.integer else v}"])
     seed_list = [sc.seed + i for i in range(seeds)]
-    if progress:
-        progress(f"advise {sc.name}: {trials} candidates x {seeds} seeds = {trials * seeds} runs "
-                 f"(+ {seeds} of the current settings)")
-    baseline = {k.key: current_value(data, k.key) for k in knobs}
     batch = max(1, workers or os.cpu_count() or 1)
+    if progress:
+        from .estimate import estimate
+        n = (trials + 1 + len(knobs)) * seeds         # the candidates, the current settings, each alone
+        width = 1 if dask_address else batch
+        progress(f"advise {sc.name}: {trials} candidates x {seeds} seeds = {trials * seeds} runs "
+                 f"(+ {seeds} of the current settings, + up to {len(knobs) * seeds} of each setting "
+                 f"alone); about {n * estimate(sc).seconds / width / 60:,.0f} minutes at the "
+                 f"current settings' cost on {'the Dask cluster (one worker counted)' if dask_address else f'{width} workers'}")
+    baseline = {k.key: current_value(data, k.key) for k in knobs}
 
     def runs(params_list: list[dict]) -> tuple[list[list[float]], list[dict]]:
         """Each candidate's objective on every seed, and the runs' summary rows."""
         specs = [{"overrides": [f"{k}={v}" for k, v in p.items()], "params": dict(p), "seed": s}
                  for p in params_list for s in seed_list]
         rows = run_specs(data, specs, workers, dask_address)
-        out = []
-        for i in range(len(params_list)):
-            chunk = rows[i * seeds:(i + 1) * seeds]
-            out.append([objective_of(r, objective, sc) for r in chunk])
-        return out, rows
+        chunks = [rows[i * seeds:(i + 1) * seeds] for i in range(len(params_list))]
+        goodput = [[float(r.get("goodput", math.nan)) for r in c] for c in chunks]
+        return [[objective_of(r, objective, sc) for r in c] for c in chunks], goodput, rows
 
-    (base_vals,), base_rows = runs([baseline])
+    (base_vals,), (base_good,), base_rows = runs([baseline])
     if not np.isfinite(base_vals).any():
         raise ValueError(f"{sc.name}: its runs give no {objective} (goodput needs a training "
                          "section: training.checkpoint_interval, ...)")
@@ -176,12 +179,14 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
                     p[k.key] = tr.suggest_float(k.key, k.low, k.high, log=k.log)
             params.append(p)
         fresh = [p for p in params if p != baseline]
-        fresh_vals = iter(runs(fresh)[0] if fresh else [])
-        values = [list(base_vals) if p == baseline else next(fresh_vals) for p in params]
-        for tr, p, v in zip(asked, params, values):
+        got = runs(fresh)[:2] if fresh else ([], [])
+        fresh_vals, fresh_good = iter(got[0]), iter(got[1])
+        for tr, p in zip(asked, params):
+            v, g = (base_vals, base_good) if p == baseline else (next(fresh_vals), next(fresh_good))
             mean = float(np.mean(v))
             study.tell(tr, mean if math.isfinite(mean) else float("-inf"))
             rows_out.append({**p, "mean": mean, "sd": float(np.std(v, ddof=1)),
+                             "goodput": float(np.mean(g)),
                              **{f"seed_{s}": x for s, x in zip(seed_list, v)}})
         done += len(asked)
         if progress:
@@ -193,11 +198,11 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
     lines = _answer(table, knobs, best, baseline, np.array(base_vals), per_seed, objective)
     alone = [{**baseline, k.key: best[k.key]} for k in knobs if best[k.key] != baseline[k.key]]
     if len(knobs) > 1 and alone:             # with one knob, 'alone' is the line above
-        vals, _ = runs(alone)
+        vals, _, _ = runs(alone)
         for p, v in zip(alone, vals):
             key = next(k for k in p if p[k] != baseline[k])
             m, lo, hi = _t_interval(np.array(v) - np.array(base_vals))
-            lines.append(f"{key} = {_show(best[key])} alone (the rest as they are): "
+            lines.append(f"{key} = {show_value(best[key])} alone (the rest as they are): "
                          f"{m:+.4f} ({lo:+.4f} to {hi:+.4f}).")
     theory = _theory(knobs, best, sc, base_rows)
     if theory:
@@ -206,7 +211,8 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
     return Advice(table, best, baseline, lines, rec, data)
 
 
-def _show(v) -> str:
+def show_value(v) -> str:
+    """A setting or objective as a report prints it."""
     return f"{v:,.4g}" if isinstance(v, float) else str(v)
 
 
@@ -215,8 +221,8 @@ def _answer(table, knobs, best, baseline, base_vals, per_seed, objective) -> lis
     top = table.iloc[0]
     top_vals = top[per_seed].to_numpy(float)
     m, lo, hi = _t_interval(top_vals)
-    settings = ", ".join(f"{k} = {_show(v)}" for k, v in best.items())
-    now = ", ".join(f"{k} = {_show(v)}" for k, v in baseline.items())
+    settings = ", ".join(f"{k} = {show_value(v)}" for k, v in best.items())
+    now = ", ".join(f"{k} = {show_value(v)}" for k, v in baseline.items())
     d, dlo, dhi = _t_interval(top_vals - base_vals)
     lines = [f"Best of {len(table)} candidates: {settings}, {objective} {m:.4f} "
              f"(95% interval over {len(per_seed)} seeds: {lo:.4f} to {hi:.4f}).",
@@ -227,7 +233,7 @@ def _answer(table, knobs, best, baseline, base_vals, per_seed, objective) -> lis
         diff = top_vals - other
         wins = int((diff > 0).sum())
         p = float(stats.ttest_rel(top_vals, other).pvalue) if np.any(diff != diff[0]) else math.nan
-        alt = ", ".join(f"{k.key} = {_show(table.iloc[i][k.key])}" for k in knobs)
+        alt = ", ".join(f"{k.key} = {show_value(table.iloc[i][k.key])}" for k in knobs)
         lines.append(f"Ahead of number {i + 1} ({alt}) by {diff.mean():+.4f}, on {wins} of "
                      f"{len(diff)} seeds" + ("" if math.isnan(p) else f" (paired t-test p = {p:.2g})")
                      + ("." if math.isnan(p) or p < 0.05 else ": not a sure ranking."))
@@ -249,62 +255,4 @@ def _theory(knobs, best, sc, base_rows) -> str | None:
     young, daly = young_daly(c, m)
     return (f"Theory for the checkpoint interval (C = {c:g} s a checkpoint, one interruption "
             f"every {m:,.0f} s): Young {young:,.0f} s, Daly {daly:,.0f} s; the search found "
-            f"{_show(best['training.checkpoint_interval'])} s.")
-
-
-def write(advice: Advice, out, title: str, objective: str, knobs: list[Knob], elapsed_s: float) -> None:
-    """advice.md and advice.html (the answer, the top candidates, a sensitivity plot per
-    setting), trials.csv, and recommended.yaml, ready to `rdzv-sim run`; into `out` (whole)."""
-    import base64
-    import html
-    import io
-    from pathlib import Path
-
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import yaml
-    out = Path(out)
-    t = advice.trials
-    fig, axes = plt.subplots(1, len(knobs), figsize=(4.5 * len(knobs), 3.4), squeeze=False)
-    for ax, k in zip(axes[0], knobs):
-        x = t[k.key].astype(str) if k.choices else t[k.key].astype(float)
-        ax.errorbar(x, t["mean"], yerr=t["sd"], fmt="o", ms=4, alpha=0.7)
-        if not k.choices and k.log:
-            ax.set_xscale("log")
-        ax.axvline(advice.best[k.key] if not k.choices else str(advice.best[k.key]), color="C2",
-                   ls="--", lw=1, label="best")
-        ax.set_xlabel(k.key)
-        ax.set_ylabel(f"{objective} (mean over seeds, ±1 sd)")
-        ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    png = buf.getvalue()
-    (out / "sensitivity.png").write_bytes(png)
-    t.to_csv(out / "trials.csv", index=False)
-    (out / "recommended.yaml").write_text(yaml.safe_dump(advice.recommended, sort_keys=False))
-    (out / "scenario.yaml").write_text(yaml.safe_dump(advice.given, sort_keys=False))
-    top = t.head(10)
-    cols = [k.key for k in knobs] + ["mean", "sd"]
-    md = [f"# {title}", "", f"Objective: {OBJECTIVES[objective]}. {len(t)} candidates, "
-          f"{len([c for c in t.columns if c.startswith('seed_')])} paired seeds each, searched "
-          f"with Optuna's TPE sampler in {elapsed_s:,.0f} s.", "", "## The answer", ""]
-    md += [line + "\n" for line in advice.lines]
-    md += ["## The top candidates", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    md += ["| " + " | ".join(_show(r[c]) for c in cols) + " |" for _, r in top.iterrows()]
-    md += ["", "![sensitivity](sensitivity.png)", "",
-           "`recommended.yaml` is the scenario with the best settings: `rdzv-sim run recommended.yaml`.", ""]
-    (out / "advice.md").write_text("\n".join(md))
-    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-         "<style>body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto}"
-         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}</style>"
-         f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(md[2])}</p><h2>The answer</h2>"]
-    h += [f"<p>{html.escape(line)}</p>" for line in advice.lines]
-    h.append("<h2>The top candidates</h2><table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>")
-    h += ["<tr>" + "".join(f"<td>{html.escape(_show(r[c]))}</td>" for c in cols) + "</tr>"
-          for _, r in top.iterrows()]
-    h.append(f"</table><img alt='sensitivity' src='data:image/png;base64,{base64.b64encode(png).decode()}'>")
-    h.append("<p><code>recommended.yaml</code> is the scenario with the best settings.</p></body></html>")
-    (out / "advice.html").write_text("\n".join(h))
+            f"{show_value(best['training.checkpoint_interval'])} s.")

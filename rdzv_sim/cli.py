@@ -288,7 +288,8 @@ def advise(
     """Which settings to change: searched with Optuna over paired seeds, the best with its
     confidence, each setting's worth alone, theory beside it (docs/advise.md)."""
     import time
-    from .advise import advise as do_advise, parse_space, write
+    from .advise import advise as do_advise, parse_space
+    from .report.advice import write
     from .outputs import OutputError, atomic_folder
     from .scenario.load import ScenarioError, load
     try:
@@ -318,7 +319,8 @@ def advise(
 
 
 incidents = typer.Typer(no_args_is_help=True,
-                        help="Incident logs: fit a team's own log to a scenario's random_faults.")
+                        help="Incident logs: fit a team's own log to a scenario's random_faults "
+                             "(or replay it: random_faults kind incident_log).")
 app.add_typer(incidents, name="incidents")
 
 
@@ -333,7 +335,7 @@ def _write_whole(path: Path, text: str) -> None:
 
 
 @incidents.command("fit")
-def incidents_fit(log: Path = typer.Argument(..., help="A CSV or Parquet log: time, scope, cause[, repair_s]."),
+def incidents_fit(log: Path = typer.Argument(..., help="A CSV or Parquet log: time, scope, cause[, repair_s, detection_s, host]."),
                   span: Optional[float] = typer.Option(None, "--span", help="Seconds the log covers (default: to its last incident)."),
                   out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the random_faults YAML here.")):
     """Each cause's rate with its 95% interval, a Weibull check of the Poisson assumption, and
@@ -350,15 +352,17 @@ def incidents_fit(log: Path = typer.Argument(..., help="A CSV or Parquet log: ti
                       "KS p: Kolmogorov-Smirnov against the exponential (fitted: optimistic)",
               show_header=True, header_style="bold")
     t.add_column("cause", no_wrap=True, min_width=max(len(f.cause) for f in fits))
-    for c in ("scope", "n", "per day", "95%", "MTBF h", "Weibull k", "KS p", "repair s"):
+    for c in ("scope", "n", "per day", "95%", "MTBF h", "Weibull k", "KS p", "repair s", "detect s"):
         t.add_column(c, justify="left" if c == "scope" else "right")
     for f in fits:
         t.add_row(f.cause, f.scope, str(f.count), f"{f.rate_per_day:.3g}",
                   f"{f.rate_low_per_day:.2g}-{f.rate_high_per_day:.2g}", f"{f.mtbf_s / 3600:,.1f}",
                   "-" if f.weibull_shape is None else f"{f.weibull_shape:.2f}",
                   "-" if f.ks_p_exponential is None else f"{f.ks_p_exponential:.2f}",
-                  "-" if f.repair_s is None else f"{f.repair_s:,.0f}")
-    out_console.print(t)
+                  "-" if f.repair_s is None else f"{f.repair_s:,.0f}",
+                  "-" if f.detection_s is None else f"{f.detection_s:,.0f}")
+    # piped or captured: as wide as the table needs (rich would cut it to 80 columns)
+    (out_console if out_console.is_terminal else Console(width=160)).print(t)
     text = yaml.safe_dump({"random_faults": random_faults(fits)}, sort_keys=False)
     if out:
         _write_whole(out, text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .incidents import logged, replay_rates
 from .protocols.registry import get, part, register_part
 
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
@@ -73,6 +74,9 @@ def rounds(sc) -> float:
         if rf.kind == "node_failures":
             hosts = len(rf.nodes) if rf.nodes is not None else sc.hosts
             r += 2.0 * hosts * sc.duration / rf.mtbf
+        elif rf.kind == "incident_log":
+            local, job = replay_rates(logged(rf.log), rf, nodes=sc.cluster.nodes, duration=sc.duration)
+            r += (2.0 * local + job) * sc.duration
         else:
             count = rf.count * sc.duration / (rf.per or sc.duration)
             r += count * (2.0 if rf.scope != "job" and rf.repair is not None else 1.0)

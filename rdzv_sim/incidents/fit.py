@@ -28,6 +28,7 @@ class CauseFit:
     ks_p_exponential: float | None  # KS p-value of the gaps against the fitted exponential
     ks_p_weibull: float | None      # ... against the fitted Weibull (both with fitted
     repair_s: float | None          # parameters: optimistic, Lilliefors' caveat)
+    detection_s: float | None = None  # median of the log's detection_s (None: not logged)
 
     def as_row(self) -> dict:
         return asdict(self)
@@ -40,7 +41,13 @@ def _poisson_interval(n: int, span_days: float) -> tuple[float, float]:
     return float(low) / span_days, float(high) / span_days
 
 
-def _one(cause: str, scope: str, times: np.ndarray, repair: np.ndarray, span: float) -> CauseFit:
+def _median(v: np.ndarray) -> float | None:
+    known = v[~np.isnan(v)]
+    return float(np.median(known)) if len(known) else None
+
+
+def _one(cause: str, scope: str, times: np.ndarray, repair: np.ndarray, detection: np.ndarray,
+         span: float) -> CauseFit:
     from scipy import stats
     n = len(times)
     gaps = np.diff(np.sort(times))
@@ -52,9 +59,8 @@ def _one(cause: str, scope: str, times: np.ndarray, repair: np.ndarray, span: fl
         p_exp = float(stats.kstest(gaps, "expon", args=(0, gaps.mean())).pvalue)
         p_wb = float(stats.kstest(gaps, "weibull_min", args=(k, 0, lam)).pvalue)
     lo, hi = _poisson_interval(n, span / DAY)
-    known = repair[~np.isnan(repair)]
     return CauseFit(cause, scope, n, span, n / (span / DAY), span / n, lo, hi, shape, scale,
-                    p_exp, p_wb, float(np.median(known)) if len(known) else None)
+                    p_exp, p_wb, _median(repair), _median(detection))
 
 
 def fit(log: pd.DataFrame, span: float | None = None) -> list[CauseFit]:
@@ -63,14 +69,17 @@ def fit(log: pd.DataFrame, span: float | None = None) -> list[CauseFit]:
     span = float(log["time"].max()) if span is None else float(span)
     if span <= 0:
         raise ValueError("the log covers no time: give its span (seconds it observed)")
-    out = [_one(cause, scope, g["time"].to_numpy(float), g["repair_s"].to_numpy(float), span)
+    out = [_one(cause, scope, g["time"].to_numpy(float), g["repair_s"].to_numpy(float),
+                g["detection_s"].to_numpy(float), span)
            for (cause, scope), g in log.groupby(["cause", "scope"], sort=True)]
     return sorted(out, key=lambda f: (-f.count, f.cause, f.scope))
 
 
 def random_faults(fits: list[CauseFit], default_repair: float = 600.0) -> list[dict]:
-    """The fits as a scenario's `random_faults` (interruptions at each cause's rate)."""
+    """The fits as a scenario's `random_faults` (interruptions at each cause's rate), with the
+    cause's median repair and, where the log has it, its median detection."""
     return [{"kind": "interruptions", "cause": f.cause, "count": f.count, "per": f.span_s,
              "scope": f.scope,
              **({} if f.scope == "job" else
-                {"repair": f.repair_s if f.repair_s else default_repair})} for f in fits]
+                {"repair": f.repair_s if f.repair_s else default_repair,
+                 **({"detection": f.detection_s} if f.detection_s else {})})} for f in fits]

@@ -3,7 +3,11 @@
 - `time`: seconds from the log's start, or a date-time (ISO 8601); sorted or not;
 - `scope`: `host` (or `node`), `rack` or `job`: what the incident took down;
 - `cause`: a free-form label (`gpu_hbm3`, `nic`, `software_bug`);
-- `repair_s` (optional): seconds until the host or rack was back; empty when unknown.
+- `repair_s` (optional): seconds until the host or rack was back; empty when unknown;
+- `detection_s` (optional): seconds until the job's other hosts noticed (a watchdog, a
+  heartbeat); empty when unknown;
+- `host` (optional): the host's name (a rack's, for rack scope), so that a replay puts a host's
+  repeated incidents on one simulated host.
 
 Other columns are kept and ignored. Anything else is refused before a run starts, with the
 file, the line and the column named."""
@@ -17,6 +21,7 @@ import pandas as pd
 from ..errors import Error
 
 REQUIRED = ("time", "scope", "cause")
+OPTIONAL_SECONDS = ("repair_s", "detection_s")
 SCOPES = {"host": "node", "node": "node", "rack": "rack", "job": "job"}
 MAX_BYTES = 256 * 2 ** 20          # a log this large is not an incident log: refused unread
 MAX_ROWS = 1_000_000
@@ -32,9 +37,9 @@ def _where(path: Path, i: int, column: str, csv: bool) -> str:
 
 
 def read_log(path: str | Path) -> pd.DataFrame:
-    """The log as a table: `time` (float seconds from the log's start; date-times count from the
-    first incident), `scope` (node, rack,
-    job), `cause`, `repair_s` (float, NaN when unknown), sorted by time."""
+    """The log as a table sorted by time: `time` (float seconds from the log's start; date-times
+    count from the first incident), `scope` (node, rack, job), `cause`, `repair_s` and
+    `detection_s` (float, NaN when unknown), `host` ("" when not named)."""
     path = Path(path)
     if not path.is_file():
         raise LogError(f"{path}: no such file")
@@ -53,7 +58,7 @@ def read_log(path: str | Path) -> pd.DataFrame:
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise LogError(f"{path}: no column {', '.join(repr(c) for c in missing)} (an incident "
-                       f"log has columns {', '.join(REQUIRED)} and optionally repair_s; "
+                       f"log has columns {', '.join(REQUIRED)} and optionally repair_s, detection_s, host; "
                        f"it has {', '.join(map(repr, df.columns)) or 'none'})")
     if len(df) > MAX_ROWS:
         raise LogError(f"{path}: more than {MAX_ROWS:,} incidents; aggregate or split the log")
@@ -72,8 +77,14 @@ def read_log(path: str | Path) -> pd.DataFrame:
         i = int(np.flatnonzero((cause == "").to_numpy())[0])
         raise LogError(f"{_where(path, i, 'cause', csv)}: empty (name the cause, or 'unknown')")
     out["cause"] = cause
-    out["repair_s"] = (_seconds(df["repair_s"], path, csv, "repair_s", empty_ok=True)
-                       if "repair_s" in df.columns else np.nan)
+    for name in OPTIONAL_SECONDS:
+        out[name] = (_seconds(df[name], path, csv, name, empty_ok=True)
+                     if name in df.columns else np.nan)
+    if "host" in df.columns:
+        host = df["host"].str.strip()
+        out["host"] = host.where(~host.isin(["nan", "None"]), "")   # Parquet's nulls, as text
+    else:
+        out["host"] = ""
     return out.sort_values("time", kind="stable").reset_index(drop=True)
 
 

@@ -1,7 +1,8 @@
 """A sample incident log, synthetic and marked so: the Llama 3 paper's interruptions by cause
 and count over 54 days on 2,048 hosts (arXiv 2407.21783, section 3.3.4, as the bundled
 llama3-54d states them), at uniformly random times (a Poisson process given its count). The
-times, hosts and repair times are drawn, not the paper's."""
+times and hosts are drawn, the repair and detection times the bundled scenario's assumptions,
+none of them the paper's."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ SOURCE = "synthetic: Llama 3 causes and counts (arXiv 2407.21783), random times"
 
 
 def sample_log(seed: int = 0) -> pd.DataFrame:
-    """The synthetic Llama 3 log: time (s), scope, cause, host, repair_s, source."""
+    """The synthetic Llama 3 log: time (s), scope, cause, host, repair_s, detection_s, source."""
     from ..scenario.load import load
     sc = load("llama3-54d")
     rng = np.random.default_rng(seed)
@@ -26,5 +27,6 @@ def sample_log(seed: int = 0) -> pd.DataFrame:
             rows.append({"time": round(float(t), 1), "scope": "host" if rf.scope == "node" else rf.scope,
                          "cause": rf.cause, "host": host,
                          "repair_s": rf.repair if rf.scope != "job" and rf.repair else None,
+                         "detection_s": rf.detection,
                          "source": SOURCE})
     return pd.DataFrame(rows).sort_values("time", kind="stable").reset_index(drop=True)

@@ -67,7 +67,7 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
                             f"aggregate (it models {', '.join(AGGREGATE_KINDS)}); use "
                             "fidelity: per_operation"))
     for i, rf in enumerate(sc.random_faults):
-        if getattr(rf, "detection", None) is not None and rf.scope == "job":
+        if getattr(rf, "detection", None) is not None and getattr(rf, "scope", None) == "job":
             out.append((("random_faults", i, "detection"), "a job-scope interruption fails every "
                         "worker at once: detection applies to node and rack scope"))
         if getattr(rf, "requeue", False):

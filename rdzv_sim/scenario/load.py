@@ -98,6 +98,7 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None, *,
     label = "<scenario>"
     if isinstance(source, Scenario):
         data = source.model_dump(mode="json")
+        trust_includes = True                 # loaded once already: its paths were checked then
     elif isinstance(source, dict):
         data = copy.deepcopy(source)
         trust_includes = True
@@ -113,6 +114,7 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None, *,
         if not isinstance(data, dict):
             raise ScenarioError([f"{label}: a scenario is a YAML mapping (name:, duration:, cluster:, ...)"])
     data = _with_includes(data, label, trust_includes)
+    _resolve_logs(data, label, trust_includes)
     switched = False
     for item in overrides:
         if "=" not in item:
@@ -128,7 +130,7 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None, *,
         sc = model().model_validate(data)
     except ValidationError as e:
         raise ScenarioError([_message(label, root, *_unknown_protocol(err)) for err in e.errors()]) from None
-    found = problems(sc)
+    found = problems(sc) + _log_problems(sc)
     if found:
         raise ScenarioError([_message(label, root, path, msg) for path, msg in found])
     return sc
@@ -172,20 +174,11 @@ def _with_includes(data: dict, label: str, trusted: bool = False) -> dict:
         inc = [inc]
     if not isinstance(inc, list) or not all(isinstance(x, str) for x in inc):
         raise ScenarioError([f"{label}: include: a file name or a list of them"])
-    is_file = label not in ("<scenario>",) and not label.endswith("(bundled)") and Path(label).exists()
-    # a bundled scenario's includes are its bundled neighbours
-    here = (Path(label).parent if is_file else BUNDLED if label.endswith("(bundled)") else Path(".")).resolve()
+    here = _folder(label)
     merged: dict = {}
     for i, name in enumerate(inc):
-        path = Path(name) if Path(name).is_absolute() else here / name
         where = f"{label}: include[{i}]: {name}"
-        if not trusted:
-            if Path(name).is_absolute():
-                raise ScenarioError([f"{where}: an absolute path is refused; name a file beside "
-                                     "the scenario (or pass --trust-includes)"])
-            if not path.resolve().is_relative_to(here):
-                raise ScenarioError([f"{where}: outside the scenario's folder {here}; refused "
-                                     "(pass --trust-includes to allow it)"])
+        path = _beside(here, name, where, trusted)
         try:
             if path.stat().st_size > MAX_BYTES:
                 raise ScenarioError([f"{where}: larger than {MAX_BYTES // 1024} KiB"])
@@ -200,6 +193,59 @@ def _with_includes(data: dict, label: str, trusted: bool = False) -> dict:
         merged = _merge(merged, part)
     out = _merge(merged, {k: v for k, v in data.items() if k != "include"})
     out["include"] = []                      # merged now: a reload must not merge again
+    return out
+
+
+def _folder(label: str) -> Path:
+    """The folder a scenario's file names are read from: its file's, the bundled folder for a
+    bundled scenario (its neighbours), the working directory for YAML text."""
+    is_file = label not in ("<scenario>",) and not label.endswith("(bundled)") and Path(label).exists()
+    return (Path(label).parent if is_file else BUNDLED if label.endswith("(bundled)") else Path(".")).resolve()
+
+
+def _beside(here: Path, name: str, where: str, trusted: bool) -> Path:
+    """A file a scenario names, read only from below its folder unless `trusted`."""
+    path = Path(name) if Path(name).is_absolute() else here / name
+    if not trusted:
+        if Path(name).is_absolute():
+            raise ScenarioError([f"{where}: an absolute path is refused; name a file beside "
+                                 "the scenario (or pass --trust-includes)"])
+        if not path.resolve().is_relative_to(here):
+            raise ScenarioError([f"{where}: outside the scenario's folder {here}; refused "
+                                 "(pass --trust-includes to allow it)"])
+    return path
+
+
+def _resolve_logs(data: dict, label: str, trusted: bool) -> None:
+    """An `incident_log`'s file as an absolute path, found beside the scenario like an include
+    (a dict's relative paths: from the working directory), so its runs read it from anywhere."""
+    faults = data.get("random_faults")
+    if not isinstance(faults, list):
+        return
+    here = _folder(label)
+    for i, rf in enumerate(faults):
+        if isinstance(rf, dict) and rf.get("kind") == "incident_log" and isinstance(rf.get("log"), str) \
+                and rf["log"]:
+            where = f"{label}: random_faults[{i}].log: {rf['log']}"
+            rf["log"] = str(_beside(here, rf["log"], where, trusted).resolve())
+
+
+def _log_problems(sc: Scenario) -> list[tuple[tuple, str]]:
+    """Each replayed log read and checked now, before anything runs (the message names its file,
+    line and column)."""
+    from ..incidents import LogError, logged
+    out = []
+    for i, rf in enumerate(sc.random_faults):
+        if rf.kind != "incident_log":
+            continue
+        try:
+            log = logged(rf.log)
+        except LogError as e:
+            out.append((("random_faults", i, "log"), str(e)))
+            continue
+        if (log["scope"] == "rack").any() and sc.cluster.topology.kind != "racks":
+            out.append((("random_faults", i, "log"), f"{rf.log} has rack incidents: they need "
+                        "cluster.topology.kind: racks"))
     return out
 
 

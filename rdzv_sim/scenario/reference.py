@@ -122,7 +122,7 @@ def markdown(builtin_only: bool = False) -> str:
         kind = typing.get_args(cls.model_fields["kind"].annotation)[0]
         out += [f"### `{kind}`", "", (cls.__doc__ or "").strip(), ""] + _table(cls, "") + [""]
     out += ["## `random_faults`", ""]
-    for cls in (S.NodeFailures, S.Interruptions):
+    for cls in (S.NodeFailures, S.Interruptions, S.IncidentLog):
         kind = typing.get_args(cls.model_fields["kind"].annotation)[0]
         out += [f"### `{kind}`", "", (cls.__doc__ or "").strip(), ""] + _table(cls, "") + [""]
     return "\n".join(line.rstrip() for line in out).rstrip() + "\n"

@@ -158,12 +158,27 @@ class Interruptions(Strict):
     detection: PositiveFloat | None = None
 
 
+class IncidentLog(Strict):
+    """A team's incident log (docs/incidents.md) replayed: each incident at its logged time
+    (stretched onto the run when `stretch`), a named host always onto the same simulated host,
+    an unnamed one onto a random live host; `log_hosts` scales a log taken on another number
+    of hosts to `cluster.nodes`. The plan is `rdzv_sim.incidents.replay_plan`."""
+    kind: Literal["incident_log"]
+    log: Annotated[str, Field(min_length=1, max_length=4096)]   # CSV or Parquet, beside the scenario
+    log_hosts: PositiveInt | None = None         # hosts the log was taken on (None: as many as here)
+    span: PositiveFloat | None = None            # seconds the log watched (None: to its last incident)
+    stretch: bool = False                        # the log's span onto the run's duration
+    repair: PositiveFloat | None = 600.0         # a row without repair_s (None: never repaired)
+    detection: PositiveFloat | None = None       # a row without detection_s (None: as interruptions)
+
+
 def _random_kind(v) -> str:
     return (v.get("kind") if isinstance(v, dict) else getattr(v, "kind", None)) or "node_failures"
 
 
 RandomFault = Annotated[Union[Annotated[NodeFailures, Tag("node_failures")],
-                              Annotated[Interruptions, Tag("interruptions")]],
+                              Annotated[Interruptions, Tag("interruptions")],
+                              Annotated[IncidentLog, Tag("incident_log")]],
                         Discriminator(_random_kind)]
 
 

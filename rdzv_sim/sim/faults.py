@@ -184,6 +184,34 @@ def interruptions(sim, spec, rng: np.random.Generator):
             env.process(_repair(sim, hosts, spec.repair, spec.cause))
 
 
+def replay(sim, plan, rng: np.random.Generator):
+    """A log's incidents (`rdzv_sim.incidents.replay_plan`), each at its time and scope: a named
+    host's on its host, an unnamed one's on a random live host (a log says a host failed, and a
+    host that is down cannot)."""
+    env = sim.env
+    for t, scope, cause, target, repair, detection in zip(*(plan[c].to_numpy() for c in plan.columns)):
+        if t > env.now:
+            yield env.timeout(float(t) - env.now)
+        if scope == "job":
+            sim.trace.record(env.now, "job", "fault_job_interruption", detail={"cause": cause})
+            for node in sim.nodes.values():
+                sim.fail_workers(node)
+            continue
+        if scope == "rack":
+            hosts = [sim.nodes[h] for h in sim.net.hosts_in_rack(f"rack{target}")]
+        elif target >= 0:
+            hosts = [sim.node_at(int(target))]
+        else:
+            alive = [n for n in sim.nodes.values() if n.alive]
+            if not alive:
+                continue
+            hosts = [alive[int(rng.integers(len(alive)))]]
+        for node in hosts:
+            sim.crash(node, cause, None if np.isnan(detection) else float(detection))
+        if not np.isnan(repair):
+            env.process(_repair(sim, hosts, float(repair), cause))
+
+
 def _repair(sim, hosts, after: float, cause: str):
     yield sim.env.timeout(after)
     for node in hosts:

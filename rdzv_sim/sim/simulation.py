@@ -11,6 +11,7 @@ import simpy
 
 from ..protocols.agent import elastic_agent
 from ..protocols.base import NodeInfo
+from ..incidents import logged, replay_plan
 from ..protocols.configure import protocol_for
 from ..scenario.schema import Scenario
 from ..scenario.timeline import late_starts, timeline
@@ -120,6 +121,13 @@ class Simulation:
             if rf.kind == "interruptions":
                 env.process(faults.interruptions(
                     self, rf, np.random.default_rng(int(rng_faults.integers(2**63)))))
+                continue
+            if rf.kind == "incident_log":
+                rng = np.random.default_rng(int(rng_faults.integers(2**63)))
+                plan = replay_plan(logged(rf.log), rf, nodes=sc.cluster.nodes, hosts=sc.hosts,
+                                   racks=sc.cluster.topology.racks if sc.cluster.topology.kind == "racks" else 0,
+                                   duration=sc.duration, rng=rng)
+                env.process(faults.replay(self, plan, rng))
                 continue
             targets = rf.nodes if rf.nodes is not None else range(sc.hosts)
             rngs = [np.random.default_rng(s) for s in

@@ -26,6 +26,8 @@ SMALLER = {"frontier-100k": ["cluster.nodes=64", "cluster.topology.racks=4", "cl
                                "protocol.max_nodes=64"],
            "llama3-54d": ["cluster.nodes=32", "cluster.topology.racks=4", "protocol.min_nodes=16",
                           "protocol.max_nodes=32", "duration=86400", "shards.count=1024"],
+           "llama3-54d-replay": ["cluster.nodes=32", "cluster.topology.racks=4", "protocol.min_nodes=16",
+                                 "protocol.max_nodes=32", "duration=86400", "shards.count=1024"],
            "llama3-54d-quorum": ["cluster.nodes=64", "cluster.topology.racks=4", "duration=86400",
                                  "shards.count=1024"]}
 EXTRA = {"llama3-54d@aggregate-hrw": ("llama3-54d", ["fidelity=aggregate", "protocol.name=hrw"]),

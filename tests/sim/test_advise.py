@@ -4,6 +4,7 @@ import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import yaml
 
@@ -68,11 +69,22 @@ def test_advise_writes_the_answer_and_a_scenario_ready_to_run(tmp_path):
             "--space", "scheduler.hot_spares=0..1", "--trials", "3", "--seeds", "2", "--workers", "2",
             "--objective", "goodput_per_host", "--out", str(out))
     assert r.returncode == 0, r.stderr
-    for name in ("advice.md", "advice.html", "trials.csv", "recommended.yaml", "sensitivity.png"):
+    for name in ("advice.md", "advice.html", "trials.csv", "recommended.yaml", "sensitivity.png",
+                 "pareto.png"):
         assert (out / name).exists(), name
     md = (out / "advice.md").read_text()
     assert "Best of 3 candidates" in md and "alone (the rest as they are)" in md
+    assert "Goodput against warm spares" in md and "Goodput against checkpoints an hour" in md
+    assert "minutes at the current settings' cost" in r.stderr       # the estimate, before it runs
     rec = yaml.safe_load((out / "recommended.yaml").read_text())
     ran = cli("run", str(out / "recommended.yaml"), "--out", str(tmp_path / "run"), "--no-report")
     assert ran.returncode == 0, ran.stderr
     assert 200 <= rec["training"]["checkpoint_interval"] <= 3000
+
+
+def test_the_pareto_front_is_what_no_other_candidate_beats():
+    from rdzv_sim.report.advice import pareto_front
+    cost = np.array([0, 1, 1, 2, 3, 3, 4])
+    good = np.array([0.5, 0.7, 0.6, 0.7, 0.9, np.nan, 0.9])
+    # 1 beats 2 (same cost, more) and 3 (less cost, same); 4 beats 6; NaN is never on it
+    assert pareto_front(cost, good).tolist() == [True, True, False, False, True, False, False]
