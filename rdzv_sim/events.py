@@ -58,6 +58,8 @@ class Event(str, Enum):
     FAULT_STRAGGLER = "fault_straggler"
     STRAGGLER_HEALED = "straggler_healed"
     FAULT_JOB_INTERRUPTION = "fault_job_interruption"
+    FAULT_LIGHTHOUSE_CRASH = "fault_lighthouse_crash"   # torchft's Lighthouse process gone
+    LIGHTHOUSE_RESTARTED = "lighthouse_restarted"
     # the store
     STORE_STARTED = "store_started"
     FAULT_STORE_CRASH = "fault_store_crash"
@@ -94,7 +96,7 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.LATENCY_HEALED: ("hosts",), E.FAULT_LOSS: ("duration", "hosts", "rate", "rto"),
     E.LOSS_HEALED: ("hosts",), E.FAULT_RACK_FAILURE: ("hosts",), E.FAULT_CLOCK_SKEW: ("offset",),
     E.FAULT_PREEMPTION: ("notice",), E.FAULT_STRAGGLER: ("duration", "slowdown"),
-    E.FAULT_JOB_INTERRUPTION: ("cause",),
+    E.FAULT_JOB_INTERRUPTION: ("cause",), E.FAULT_LIGHTHOUSE_CRASH: ("duration",),
     E.FAULT_STORE_CRASH: ("cause", "leader", "member"), E.FAULT_STORE_PAUSE: ("duration",),
     E.FAULT_STORE_MEMBER_PAUSE: ("leader", "member"), E.STORE_MEMBER_LOST: ("leader", "member"),
     E.STORE_MEMBER_BACK: ("member",), E.STORE_MEMBER_RESUMED: ("member",),

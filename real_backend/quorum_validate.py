@@ -41,12 +41,16 @@ def real_config(sc, workdir: Path) -> TorchftRun:
             faults.append(down[f.node])
         elif f.kind == "restart" and f.node in down:
             down.pop(f.node).restart_at = f.at
+        elif f.kind == "lighthouse_crash":         # the Lighthouse's own process
+            faults.append(GroupFault(None, f.at, f.at + f.duration))
         else:
-            raise ValueError(f"the torchft comparison does crash and restart faults, not {f.kind}")
+            raise ValueError(f"the torchft comparison does crash, restart and lighthouse_crash "
+                             f"faults, not {f.kind}")
     return TorchftRun(groups=sc.cluster.nodes, duration=sc.duration, step_time=p.step_time,
                       state_mb=p.state_bytes / 2**20, min_replicas=p.min_replicas,
                       join_timeout=p.quorum_join_timeout, quorum_tick=p.quorum_tick,
-                      heartbeat_timeout=p.heartbeat_timeout, faults=faults, workdir=workdir)
+                      heartbeat_timeout=p.heartbeat_timeout, quorum_timeout=p.quorum_timeout,
+                      quorum_retries=p.quorum_retries, faults=faults, workdir=workdir)
 
 
 def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
@@ -68,15 +72,20 @@ def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
             stalls.append(max(gaps) - normal)
         lost += sum(1 for r in mine if not r["committed"])
         back |= any(b["step"] < a["step"] for a, b in zip(mine, mine[1:]))
-        if kill.restart_at is not None:
+        if kill.restart_at is not None and kill.group is not None:
             # the extra time of the first steps with the recovered group (it heals, then
             # the others wait for its first step)
             joins = [r for r in mine if r["t0"] > kill.restart_at and f"g{kill.group}" in r["replicas"]][:3]
             if joins:
                 heals.append(sum(max(0.0, r["t"] - r["t0"] - normal) for r in joins))
     out["stall_s"] = max(stalls) if stalls else float("nan")
-    out["heal_stall_s"] = max(heals) if heals else float("nan")
-    if kill.restart_at is not None:
+    if kill.group is None:                    # the Lighthouse: did the groups live through it
+        out["groups_restarted"] = sum(len({r["pid"] for r in steps if r["group"] == g}) > 1
+                                      or not any(r["t0"] > (kill.restart_at or kill.kill_at) for r in steps
+                                                 if r["group"] == g) for g in range(cfg.groups))
+    else:
+        out["heal_stall_s"] = max(heals) if heals else float("nan")
+    if kill.restart_at is not None and kill.group is not None:
         rejoined = [r for r in steps if r["group"] == kill.group and r["t0"] > kill.restart_at]
         out["rejoin_s"] = (rejoined[0]["q"] - kill.restart_at) if rejoined else float("nan")
         healing = [r for r in rejoined if r["heal"]]
@@ -109,14 +118,19 @@ def measure_sim(result, cfg: TorchftRun) -> dict:
     lh, life = replay(result.events, result.rounds, sc)
     kill = cfg.faults[0]
     out = {"step_s": p.step_time + p.quorum_cost}
-    fail = next((s for s in lh.segments if s.kind == "failure" and s.t1 > kill.kill_at), None)
+    fail = next((s for s in lh.segments if s.kind in ("failure", "outage") and s.t1 > kill.kill_at), None)
     nxt = next((s for s in lh.segments if fail is not None and s.t0 >= fail.t1 and s.kind == "train"), None)
     out["stall_s"] = (nxt.t0 - fail.t0) if nxt is not None else float("nan")
-    joined = next((q for q in lh.quorums if kill.restart_at is not None and q.t > kill.restart_at
-                   and kill.group in q.joined), None)
-    heal = next((s for s in lh.segments if joined is not None and s.kind == "heal" and s.t0 == joined.t), None)
-    out["heal_stall_s"] = (heal.t1 - heal.t0) if heal is not None else float("nan")
-    if kill.restart_at is not None:
+    if kill.group is None:
+        # the groups lived through it unless a quorum after it restarted from a checkpoint
+        out["groups_restarted"] = sum(len(q.groups) for q in lh.quorums
+                                      if q.cause == "lighthouse" and q.restart)
+    else:
+        joined = next((q for q in lh.quorums if kill.restart_at is not None and q.t > kill.restart_at
+                       and kill.group in q.joined), None)
+        heal = next((s for s in lh.segments if joined is not None and s.kind == "heal" and s.t0 == joined.t), None)
+        out["heal_stall_s"] = (heal.t1 - heal.t0) if heal is not None else float("nan")
+    if kill.restart_at is not None and kill.group is not None:
         up = next((x.up for x in life if x.group == kill.group and x.up > kill.restart_at), None)
         out["rejoin_s"] = (up - kill.restart_at) if up is not None else float("nan")
         out["heal_s"] = p.heal_time
@@ -152,11 +166,15 @@ def validate_quorum(sc, out: str | Path) -> dict:
         verdict[f"{k}_real"], verdict[f"{k}_sim"], verdict[f"{k}_rel_error"] = r, s, err
     verdict["windows_real"], verdict["windows_sim"] = real_m["windows"], sim_m["windows"]
     verdict["same_windows"] = real_m["windows"] == sim_m["windows"]
+    if "groups_restarted" in real_m:
+        verdict["groups_restarted_real"] = real_m["groups_restarted"]
+        verdict["groups_restarted_sim"] = sim_m["groups_restarted"]
     verdict["survivor_lost_steps_real"] = real_m["survivor_lost_steps"]
     verdict["survivor_step_went_back_real"] = real_m["survivor_step_went_back"]
     checked = [e for k, _, _, e in rows if k in ("stall_s", "heal_stall_s")]
     verdict["passed"] = bool(verdict["same_windows"] and all(e <= TOLERANCE for e in checked)
-                             and not real_m["survivor_step_went_back"])
+                             and not real_m["survivor_step_went_back"]
+                             and real_m.get("groups_restarted") == sim_m.get("groups_restarted"))
     lines = [f"# Validation of {sc.name}: simulated quorum vs torchft", "",
              f"{verdict['date']}, {verdict['machine']}, torch {verdict['torch']}. "
              f"{cfg.groups} replica groups (one process each, gloo on CPU), torchft's own Lighthouse; "

@@ -1,12 +1,12 @@
 """torchft for real: its Lighthouse and one Manager per replica group, gloo on CPU.
 
-`run_torchft(...)` starts a `LighthouseServer` in this process and one OS process per replica
-group (`python -m real_backend.torchft_run replica ...`: its own TCPStore, a reconfigurable
+`run_torchft(...)` starts torchft's Lighthouse (`torchft_lighthouse`, a process of its own) and
+one OS process per replica group (`python -m real_backend.torchft_run replica ...`: its own TCPStore, a reconfigurable
 `ProcessGroupGloo`, a `Manager`, a small model and a state blob of `state_mb` that a healing
-group fetches from a live peer). Faults are SIGKILL of a group's process at a time and its
-restart at another. Every group writes one JSON line per step (the quorum it got, whether it
-healed, whether the step committed); the parent turns them into the simulator's tables
-(`rdzv_sim.training.quorum_trace`), so `validate` compares them with the simulated protocol.
+group fetches from a live peer). Faults are SIGKILL of a group's process (or of the Lighthouse's) at
+a time and its restart at another. Every group writes one JSON line per step (the quorum it
+got, whether it healed, whether the step committed, the Manager's error); `quorum_validate.py`
+compares them with the simulated protocol.
 
 torchft is an optional extra (`pip install -e '.[torchft]'`); without it `available()` says why.
 """
@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -35,7 +37,7 @@ def available() -> str | None:
 
 @dataclass
 class GroupFault:
-    group: int
+    group: int | None              # None: the Lighthouse's own process
     kill_at: float                 # seconds after the start (or after the anchor)
     restart_at: float | None = None
     after_steps: int | None = None  # the anchor: every group has committed this many steps
@@ -54,6 +56,8 @@ class TorchftRun:
     quorum_tick: float = 0.1
     heartbeat_timeout: float = 1.0
     timeout: float = 5.0           # the Manager's collective / commit / heal timeout
+    quorum_timeout: float = 60.0   # the Manager's wait for a quorum (torchft's default)
+    quorum_retries: int = 0        # the Manager's retries of a failed Lighthouse call (torchft's default)
     faults: list[GroupFault] = field(default_factory=list)
     workdir: Path | None = None
     settle_steps: int | None = None  # end once every group committed this many after the last fault
@@ -89,7 +93,8 @@ def _replica(args) -> None:
                       load_state_dict=load_state_dict, state_dict=state_dict,
                       replica_id=f"g{args.group}", lighthouse_addr=args.lighthouse,
                       store_addr="127.0.0.1", store_port=store.port, rank=0, world_size=1,
-                      timeout=t, quorum_timeout=timedelta(seconds=60), connect_timeout=t,
+                      timeout=t, quorum_timeout=timedelta(seconds=args.quorum_timeout),
+                      connect_timeout=t, quorum_retries=args.quorum_retries,
                       use_async_quorum=False)
     seen = {}
     client = manager._client
@@ -128,25 +133,71 @@ def _replica(args) -> None:
         tails.append(min(time.monotonic() - c, args.step_time / 2))
         step_before = manager.current_step()
         optim.step()                           # commits only if every group's step went well
+        error = manager.errored()
         out.write(json.dumps({"t0": t0, "q": q, "t": time.monotonic(), "group": args.group,
                               "pid": os.getpid(), "step": manager.current_step(),
                               "committed": manager.current_step() > step_before,
+                              "error": None if error is None else
+                              f"{type(error.original_exception).__name__}: "
+                              f"{' '.join(str(error.original_exception).split())[:160]}",
                               "healed": healed["n"] > before,
                               "participants": manager.num_participants(), **seen}) + "\n")
     manager.shutdown(wait=False)
 
 
+class Lighthouse:
+    """torchft's Lighthouse as its own process (`torchft_lighthouse`), on a port that stays
+    its address when it is killed and started again, as a job's Lighthouse service would."""
+
+
+    def __init__(self, cfg: TorchftRun, log: Path):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.cfg, self.log, self.proc = cfg, log, None
+        self.address = f"http://127.0.0.1:{self.port}"
+
+    def start(self, wait_s: float = 60.0) -> None:
+        """Start it and return once it accepts connections."""
+        c = self.cfg
+        # torchft's own entry point (it reads the process's arguments, so not `python -c`)
+        script = shutil.which("torchft_lighthouse", path=str(Path(sys.executable).parent)) \
+            or shutil.which("torchft_lighthouse")
+        if script is None:
+            raise RuntimeError("torchft_lighthouse is not installed beside this Python; pip install -e '.[torchft]'")
+        cmd = [sys.executable, script, "--bind", f"127.0.0.1:{self.port}",
+               "--min_replicas", str(c.min_replicas),
+               "--join_timeout_ms", str(int(c.join_timeout * 1000)),
+               "--quorum_tick_ms", str(int(c.quorum_tick * 1000)),
+               "--heartbeat_timeout_ms", str(int(c.heartbeat_timeout * 1000))]
+        with open(self.log, "a") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + wait_s
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"torchft's Lighthouse exited ({self.proc.returncode}); see {self.log}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"torchft's Lighthouse did not listen within {wait_s:.0f} s") from None
+                time.sleep(0.02)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+
 def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
     """Run the job with its faults: (the step records of every group in time order, the
-    starts, kills and restarts done), both also in `<workdir>/steps.json`."""
-    from torchft._torchft import LighthouseServer
-
+    starts, kills and restarts done), both also in `<workdir>/steps.json`. A fault whose
+    group is None kills (and restarts) the Lighthouse's process."""
     work = Path(cfg.workdir or Path.cwd() / "runs" / "torchft")
     work.mkdir(parents=True, exist_ok=True)
-    lighthouse = LighthouseServer(bind="[::]:0", min_replicas=cfg.min_replicas,
-                                  join_timeout_ms=int(cfg.join_timeout * 1000),
-                                  quorum_tick_ms=int(cfg.quorum_tick * 1000),
-                                  heartbeat_timeout_ms=int(cfg.heartbeat_timeout * 1000))
+    lighthouse = Lighthouse(cfg, work / "lighthouse.err")
+    lighthouse.start()
     start = time.monotonic()
     until = start + cfg.duration
     logs = [work / f"g{g}.jsonl" for g in range(cfg.groups)]
@@ -164,9 +215,10 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
     def spawn(g):
         env = dict(os.environ, GLOO_SOCKET_IFNAME=os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
         cmd = [sys.executable, "-m", "real_backend.torchft_run", "replica", "--group", str(g),
-               "--lighthouse", lighthouse.address(), "--log", str(logs[g]), "--until", repr(until),
+               "--lighthouse", lighthouse.address, "--log", str(logs[g]), "--until", repr(until),
                "--step-time", repr(cfg.step_time), "--state-mb", repr(cfg.state_mb),
                "--timeout", repr(cfg.timeout), "--min-replicas", str(cfg.min_replicas),
+               "--quorum-timeout", repr(cfg.quorum_timeout), "--quorum-retries", str(cfg.quorum_retries),
                "--stop-file", str(stop)]
         with open(work / f"g{g}.err", "a") as err:          # the child keeps its own copy
             return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
@@ -186,11 +238,17 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
             for f, what, at in sorted(due, key=lambda d: d[1] != "kill"):
                 todo.remove((f, what, at))
                 if what == "kill":
-                    procs[f.group].send_signal(signal.SIGKILL)
-                    procs[f.group].wait()
+                    if f.group is None:
+                        lighthouse.kill()
+                    else:
+                        procs[f.group].send_signal(signal.SIGKILL)
+                        procs[f.group].wait()
                     f.killed = now
                 else:
-                    procs[f.group] = spawn(f.group)
+                    if f.group is None:
+                        lighthouse.start()
+                    else:
+                        procs[f.group] = spawn(f.group)
                     f.restarted = now
                 events.append({"t": now, "event": what, "group": f.group})
             time.sleep(0.05)
@@ -200,13 +258,15 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
                 stop.touch()
                 break
             time.sleep(0.1)
-        for p in procs.values():
+        for g, p in procs.items():
             p.wait(timeout=max(1.0, until - time.monotonic() + cfg.timeout + 30))
+            events.append({"t": time.monotonic() - start, "event": "exit", "group": g,
+                           "returncode": p.returncode})
     finally:
         for p in procs.values():
             if p.poll() is None:
                 p.kill()
-        lighthouse.shutdown()
+        lighthouse.kill()
     steps = []
     for p in logs:
         for line in p.read_text().splitlines():
@@ -232,6 +292,8 @@ def main(argv=None) -> None:
     r.add_argument("--timeout", type=float, default=5.0)
     r.add_argument("--min-replicas", type=int, default=1)
     r.add_argument("--stop-file", default=None)
+    r.add_argument("--quorum-timeout", type=float, default=60.0)
+    r.add_argument("--quorum-retries", type=int, default=0)
     d = sub.add_parser("demo")
     d.add_argument("--out", default="runs/torchft")
     args = ap.parse_args(argv)

@@ -9,7 +9,7 @@ from rdzv_sim.events import DETAIL, NAMES, Event, UnknownEvent, check
 from rdzv_sim.trace import Tracer, events_table
 
 ROOT = Path(__file__).resolve().parent.parent
-NODES = {"network", "store", "job"}          # node names some records carry, not events
+NODES = {"network", "store", "job", "lighthouse"}          # node names some records carry, not events
 
 
 def test_the_trace_refuses_an_event_it_does_not_know():

@@ -275,6 +275,22 @@ class StorePause(_Span):
     begin_end: ClassVar = ("store_pause", "store_resume")
 
 
+class LighthouseCrash(_Span):
+    """torchft's Lighthouse process is gone for `duration` seconds, then serves again with no
+    memory of past quorums (the `quorum` protocol). Each group's next quorum call fails;
+    torchft's Manager retries it (`protocol.quorum_retries`) and, once out of retries, hangs
+    until `protocol.quorum_timeout` and raises, killing its training process."""
+    kind: Literal["lighthouse_crash"]
+    begin_end: ClassVar = ("lighthouse_down", "lighthouse_up")
+    aggregate: ClassVar[bool] = True
+
+    def problems(self, sc, path):
+        if "quorum_retries" not in type(sc.protocol).model_fields:     # no Lighthouse to lose
+            return [(path + ("kind",), "a lighthouse_crash needs a protocol with torchft's Lighthouse "
+                     "(protocol.name: quorum)")]
+        return []
+
+
 class RackFailure(_At):
     kind: Literal["rack_failure"]
     rack: int
@@ -346,7 +362,7 @@ class Straggler(_At):
 
 Fault = Annotated[
     Union[Crash, Restart, SlowJoin, Pause, Partition, Latency, Flap, Loss, StoreCrash, StorePause,
-          RackFailure, ClockSkew, WorkerFailure, AgentFailure, Straggler, Preemption],
+          RackFailure, ClockSkew, WorkerFailure, AgentFailure, Straggler, Preemption, LighthouseCrash],
     Field(discriminator="kind"),
 ]
 

@@ -83,6 +83,10 @@ def apply(sim, a, state: dict) -> None:
     elif k == "store_resume":
         sim.store.sigcont()
         sim.trace.record(env.now, "store", "store_resumed")
+    elif k == "lighthouse_down":             # the replay of the quorum protocol reads these
+        sim.trace.record(env.now, "lighthouse", "fault_lighthouse_crash", detail={"duration": a.value})
+    elif k == "lighthouse_up":
+        sim.trace.record(env.now, "lighthouse", "lighthouse_restarted")
     elif k == "rack_crash":
         hosts = state["hosts"] = sim.net.hosts_in_rack(f"rack{a.rack}")
         sim.trace.record(env.now, f"rack{a.rack}", "fault_rack_failure", detail={"hosts": len(hosts)})

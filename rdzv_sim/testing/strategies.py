@@ -61,6 +61,7 @@ DRAW = {
     "flap": lambda d, n, r, node, at: _flap(d, n, r, at),
     "store_crash": lambda d, n, r, node, at: {"at": at},
     "store_pause": lambda d, n, r, node, at: {"at": at, "duration": d(st.integers(1, 60))},
+    "lighthouse_crash": lambda d, n, r, node, at: {"at": at, "duration": d(st.integers(1, 120))},
     "rack_failure": lambda d, n, r, node, at: {"rack": d(st.integers(0, r - 1)), "at": at,
                                          "repair": d(st.one_of(st.none(), st.integers(1, 120)))},
     "clock_skew": lambda d, n, r, node, at: {"node": node, "at": at,

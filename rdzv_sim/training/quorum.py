@@ -8,6 +8,8 @@ segment's capacity is split among the terms of docs/training.md:
 - training: the member groups' throughput (`training.scaling`) times step / (step + quorum
   cost); the quorum call's share is `lost_quorum_s`; the groups outside are `running_smaller`;
 - a failure: the survivors' lost step and their wait for the Lighthouse (`detection`);
+- the Lighthouse's process gone (a `lighthouse_crash` fault): the members' wait in their
+  failing quorum calls is `lost_quorum_s`, as the calls' own cost is;
 - a heal: a recovered group fetching its state, the others waiting for it (`heal`), and the
   collectives' reconfiguration at every change (`reconfigure`);
 - a job with no live group holding the state restarts from its last checkpoint: the time
@@ -40,8 +42,24 @@ def lighthouse_for(sc):
     detection = min(a.peer_crash_detection or p.timeout, p.timeout)
     rules = QuorumRules(p.min_replicas, p.quorum_join_timeout, p.heartbeat_timeout, p.quorum_tick)
     costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
-                  tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync, p.sync_every)
+                  tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync, p.sync_every,
+                  p.quorum_retries, p.quorum_timeout, a.worker_start + a.worker_start_per_node * p.group_size)
     return Lighthouse(rules, costs, sc.duration)
+
+
+def outages(events: pd.DataFrame, duration: float) -> list[tuple[float, float]]:
+    """When the Lighthouse's process was gone: (lost, back) from the run's events."""
+    ev = events[events["event"].isin(["fault_lighthouse_crash", "lighthouse_restarted"])]
+    out, lost = [], None
+    for t, e in zip(ev["t"].to_numpy(float), ev["event"].astype(str)):
+        if e == "fault_lighthouse_crash" and lost is None:
+            lost = t
+        elif e == "lighthouse_restarted" and lost is not None:
+            out.append((lost, t))
+            lost = None
+    if lost is not None:
+        out.append((lost, float("inf")))
+    return out
 
 
 class Life(NamedTuple):
@@ -88,7 +106,7 @@ def replay(events, rounds, sc, spans=None):
     groups = sc.protocol.groups(sc.max_nodes)
     life = lives(spans, rounds, lambda rnd: rnd % groups, events, sc.protocol.timeout,
                  lh.costs.detection)
-    return lh.replay(life), life
+    return lh.replay(life, outages(events, sc.duration)), life
 
 
 def quorums_table(lh, group_size: int) -> pd.DataFrame:
@@ -128,7 +146,7 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
             continue
         e = len(s.groups) * size / full
         term = {"failure": "detection", "heal": "heal", "reconf": "reconfigure",
-                "load": "checkpoint_load", "idle": "detection"}[s.kind]
+                "load": "checkpoint_load", "idle": "detection", "outage": "quorum"}[s.kind]
         lost[term] += e * dt
         lost["running_smaller"] += (1 - e) * dt
     # each group round's share of the job's ettr and goodput (the groups of a segment split it)
@@ -212,7 +230,7 @@ def _interruptions(lh, life, size: int) -> pd.DataFrame:
             first = died.get(q.failed_at)
             stall = q.t - q.failed_at
             rows.append({"t": q.failed_at, "round": first.round if first else -1,
-                         "cause": first.reason if first else "",
+                         "cause": first.reason if first else q.cause,
                          "end": "restart" if q.restart else "absorbed",
                          "hosts_before": len(prev.groups) * size, "hosts_after": len(q.groups) * size,
                          "detection_s": 0.0 if q.restart else stall,

@@ -29,3 +29,44 @@ def test_survivors_train_on_and_the_killed_group_heals_back(tmp_path):
     back = [r for r in steps if r["group"] == 1 and r["t0"] > cfg.faults[0].restarted]
     assert back and back[0]["heal"] and back[0]["step"] > 10
     assert all(r["replicas"] == ["g0", "g1", "g2"] for r in back if r["committed"])
+
+
+def _outage(tmp_path, retries: float, timeout: float, back_after: float | None, settle: int | None):
+    """Three groups; the Lighthouse's process is killed 0.5 s after every group committed 10
+    steps (and started again `back_after` s later)."""
+    cfg = TorchftRun(groups=3, duration=120.0, step_time=0.2, state_mb=4.0, join_timeout=1.0,
+                     heartbeat_timeout=1.0, quorum_retries=retries, quorum_timeout=timeout,
+                     settle_steps=settle, workdir=tmp_path,
+                     faults=[GroupFault(None, kill_at=0.5, restart_at=None if back_after is None
+                                        else 0.5 + back_after, after_steps=10)])
+    steps, events = run_torchft(cfg)
+    return cfg, steps, events
+
+
+def test_a_lighthouse_back_within_the_managers_retries_is_trained_through(tmp_path):
+    """quorum_retries 3 over a 8 s quorum timeout: a retry every 2 s reaches the Lighthouse
+    started again 1 s after it was killed; every group's process lives on and commits again
+    with all three, under a new quorum id (the new Lighthouse's)."""
+    cfg, steps, _ = _outage(tmp_path, retries=3, timeout=8.0, back_after=1.0, settle=10)
+    killed = cfg.faults[0].killed
+    for g in range(3):
+        mine = [r for r in steps if r["group"] == g]
+        assert len({r["pid"] for r in mine}) == 1
+        before = [r for r in mine if r["t"] < killed and r["committed"]]
+        after = [r for r in mine if r["t0"] > killed and r["committed"]]
+        assert after and after[-1]["replicas"] == ["g0", "g1", "g2"]
+        assert after[-1]["quorum_id"] != before[-1]["quorum_id"]
+        assert after[-1]["step"] > before[-1]["step"]
+
+
+def test_a_lighthouse_gone_past_the_retries_kills_every_groups_training_process(tmp_path):
+    """torchft's default: no retries. The quorum call after the kill fails, hangs to the
+    quorum timeout (3 s) and raises out of the training loop: every group's process exits
+    with an error, and none commits a step after the kill."""
+    cfg, steps, events = _outage(tmp_path, retries=0, timeout=3.0, back_after=None, settle=None)
+    killed = cfg.faults[0].killed
+    exits = {e["group"]: e["returncode"] for e in events if e["event"] == "exit"}
+    assert sorted(exits) == [0, 1, 2] and all(rc not in (0, None) for rc in exits.values()), exits
+    assert not [r for r in steps if r["t0"] > killed and r["committed"]]
+    for g in range(3):
+        assert "TimeoutError" in (tmp_path / f"g{g}.err").read_text()

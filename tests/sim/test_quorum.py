@@ -8,6 +8,7 @@ from rdzv_sim import run
 from rdzv_sim.protocols.quorum.lighthouse import Costs, Lighthouse, QuorumRules
 from rdzv_sim.scenario.load import ScenarioError, load
 from rdzv_sim.testing import check_run, fault_schedules, scenarios
+from rdzv_sim.testing.strategies import FAULT_KINDS
 
 BASE = {"name": "q", "seed": 3, "duration": 60, "cluster": {"nodes": 6}, "store": {"host": None},
         "protocol": {"name": "quorum", "group_size": 2, "step_time": 0.5, "quorum_cost": 0.0,
@@ -105,7 +106,7 @@ def test_bad_settings_are_refused_by_path(field, value, path):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(scenarios(protocol="quorum", nodes=__import__("hypothesis").strategies.sampled_from([2, 4, 6]),
-                 faults=lambda n: fault_schedules(n, horizon=60.0)))
+                 faults=lambda n: fault_schedules(n, horizon=60.0, kinds=(*FAULT_KINDS, "lighthouse_crash"))))
 def test_quorum_invariants_hold_under_random_faults(sc):
     check_run(sc, liveness=False)
 
@@ -234,3 +235,51 @@ def test_regression_async_join_with_nothing_to_fetch():
     invariant must not wait for a heal segment the async quorum never cuts."""
     from pathlib import Path
     check_run(load(Path(__file__).with_name("quorum-async-join-nothing-to-fetch.yaml")), liveness=False)
+
+
+def test_a_lighthouse_back_before_the_managers_last_retry_costs_the_wait_and_a_step():
+    """torchft 0.2.0, measured (reports/per_step_ft.md): a quorum call that finds no Lighthouse
+    is retried every quorum_timeout / (retries + 1). Two groups, 1 s steps from 2 s; the
+    Lighthouse is gone 30.5-36 s: the step starting at 31 s fails its call, the retry at 36 s
+    reaches the fresh Lighthouse, which forms a new quorum of both (a new id: 1 s to
+    reconfigure), and steps end again at 38..100 s."""
+    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, quorum_retries=3, quorum_timeout=20.0)
+    lh = Lighthouse(QuorumRules(heartbeat_timeout=5.0, tick=0.1), costs, duration=100.0).replay(
+        [(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, math.inf)], outages=[(30.5, 36.0)])
+    assert [(q.t, q.cause, q.restart) for q in lh.quorums] == [(1.0, "start", True), (36.0, "lighthouse", False)]
+    assert [(s.t0, s.t1) for s in lh.segments if s.kind == "outage"] == [(31.0, 36.0)]
+    assert (lh.steps.committed, lh.steps.failed) == (29 + 63, 1)
+
+
+def test_a_lighthouse_gone_past_the_retries_kills_the_training_and_restarts_it_from_a_checkpoint():
+    """No retries (torchft's default): the call at 31 s fails, hangs to quorum_timeout (20 s)
+    and raises; the processes restart (4 s) and ask at 55 s, the Lighthouse is back (45 s):
+    a quorum with no live state, so a checkpoint load (3 s) before steps end at 60..100 s."""
+    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, load=3.0, quorum_timeout=20.0, restart=4.0)
+    lh = Lighthouse(QuorumRules(heartbeat_timeout=5.0, tick=0.1), costs, duration=100.0).replay(
+        [(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, math.inf)], outages=[(30.5, 45.0)])
+    assert [(q.t, q.cause, q.restart) for q in lh.quorums] == [(1.0, "start", True), (55.0, "lighthouse", True)]
+    assert [(s.t0, s.t1, s.kind) for s in lh.segments if s.t0 >= 31] == [
+        (31.0, 55.0, "outage"), (55.0, 59.0, "load"), (59.0, 100.0, "train")]
+    assert (lh.steps.committed, lh.steps.failed) == (29 + 41, 1)
+    never = Lighthouse(QuorumRules(), costs, duration=100.0).replay(
+        [(0, 0.0, 1.0, math.inf)], outages=[(30.5, math.inf)])
+    assert never.segments[-1].kind == "outage" and never.segments[-1].t1 == 100.0
+
+
+def test_a_lighthouse_crash_in_a_run_is_charged_to_the_quorum_and_refused_elsewhere():
+    faults = [{"kind": "lighthouse_crash", "at": 20, "duration": 5}]
+    base = {**BASE, "protocol": {**BASE["protocol"], "quorum_retries": 5, "quorum_timeout": 12.0}}
+    r = run({**base, "faults": faults})
+    ev = r.events
+    assert ev[ev["event"] == "fault_lighthouse_crash"]["t"].tolist() == [20.0]
+    assert ev[ev["event"] == "lighthouse_restarted"]["t"].tolist() == [25.0]
+    q = r.quorums
+    back = q[q["cause"] == "lighthouse"]
+    assert len(back) == 1 and not back["restart"].iloc[0] and 25.0 <= back["t"].iloc[0] <= 27.0
+    s = r.summary.iloc[0]
+    calm = run(base).summary.iloc[0]
+    assert s["lost_quorum_s"] > calm["lost_quorum_s"] + 4.0 and s["steps_failed"] == 1
+    assert s["goodput"] * 60 + sum(s[c] for c in r.summary.columns if c.startswith("lost_")) == pytest.approx(60)
+    with pytest.raises(ScenarioError, match="needs a protocol with torchft.s Lighthouse"):
+        load({**base, "protocol": {"name": "hrw"}, "faults": faults})

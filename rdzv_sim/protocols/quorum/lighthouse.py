@@ -40,6 +40,26 @@ class Costs:
                                     # heal overlap the step (the healthy groups do not wait)
     init_sync: bool = True          # torchft's init_sync: the first quorum syncs all groups but one
     sync_every: int = 1             # steps between synchronisations (LocalSGD / DiLoCo)
+    quorum_retries: int = 0         # torchft Manager's retries of a failed Lighthouse call ...
+    quorum_timeout: float = 60.0    # ... spread over its quorum timeout, after which it raises
+    restart: float = 0.0            # seconds until a training process that raised runs again
+
+    def lighthouse_back(self, r: float, back: float) -> tuple[float, bool]:
+        """A quorum asked at r, the Lighthouse gone until `back`: when a request reaches it,
+        and whether the training processes died first. torchft 0.2.0's Manager retries every
+        max(0.1 s, quorum_timeout / (retries + 1)); after its last retry the call hangs until
+        quorum_timeout and raises (measured: reports/per_step_ft.md), so the process dies, is
+        restarted (`restart`) and asks again."""
+        if math.isinf(back):
+            return back, True
+        every = max(0.1, self.quorum_timeout / (self.quorum_retries + 1))
+        died, ask = False, r
+        for _ in range(100_000):
+            k = max(0, math.ceil((back - ask) / every - 1e-9))
+            if k <= self.quorum_retries:
+                return ask + k * every, died
+            died, ask = True, ask + self.quorum_timeout + self.restart
+        raise ValueError("the Lighthouse outage outlasts 100,000 restarts of the job")
 
     @property
     def step(self) -> float:
@@ -66,7 +86,7 @@ class QuorumRecord:
     joined: frozenset          # heal from a live peer before they contribute
     left: frozenset
     restart: bool              # no live group held the state: every member loads a checkpoint
-    cause: str                 # start, join, failure, restart
+    cause: str                 # start, join, failure, restart, lighthouse (it came back)
     failed_at: float | None    # when the first member died since the quorum before
 
 
@@ -91,16 +111,22 @@ class Lighthouse:
     segments: list = field(default_factory=list)
     quorums: list = field(default_factory=list)
 
-    def replay(self, lives):
+    def replay(self, lives, outages=()):
         """lives: (group, beat, up, down[, detection]) for every life of every group: its
         Manager heartbeats from `beat`, asks to join at `up` (its first step) and dies at
         `down` (inf: it lasted), failing the others' step `detection` seconds later
-        (default: `costs.detection`)."""
+        (default: `costs.detection`). outages: (lost, back) when the Lighthouse's process was
+        gone: the next quorum call fails, and the job waits for a request to reach it again
+        (`Costs.lighthouse_back`); a fresh Lighthouse remembers no quorum."""
         lives = [(*x, self.costs.detection) if len(x) == 4 else tuple(x[:5]) for x in lives]
         self.segments, self.quorums = [], []
         ev = sorted([(d, 0, g) for g, b, u, d, _ in lives if d < self.duration]
                     + [(u, 2, g) for g, b, u, d, _ in lives if u < self.duration]
-                    + [(b, 1, g) for g, b, u, d, _ in lives if b < min(u, self.duration)])
+                    + [(b, 1, g) for g, b, u, d, _ in lives if b < min(u, self.duration)]
+                    + [(a, 3, i) for i, (a, _) in enumerate(outages) if a < self.duration])
+        self.outages = list(outages)
+        self.pending = None                     # an outage begun, its failed call not yet made
+        self.died = False                       # the outage outlasted the calls: processes died
         self.detect = {(g, d): k for g, b, u, d, k in lives}
         self.beats: dict[int, float] = {}       # group -> heartbeating, not yet asking (since)
         self.live: dict[int, float] = {}        # group -> when it came up (it asks then)
@@ -125,8 +151,10 @@ class Lighthouse:
                 self._down(g, t)
             elif kind == 1:
                 self.beats[g] = t
-            else:
+            elif kind == 2:
                 self._up(g, t)
+            else:
+                self.pending = self.outages[g]
         self._until(self.duration)
         self._cut(self.duration)
         return self
@@ -165,10 +193,15 @@ class Lighthouse:
 
     def _next(self, t: float):
         """The next internal change before t: (time, what) or None."""
-        if self.phase in ("heal", "load", "reconf") and self.resume <= t:
-            return (self.resume, "resume")
+        if self.phase in ("heal", "load", "reconf", "outage") and self.resume <= t:
+            return (self.resume, "back" if self.phase == "outage" else "resume")
+        if self.pending is not None and self.phase in ("idle", "failure"):
+            when = max(self.pending[0], self.since)       # the waiting calls fail now
+            return (when, "lost") if when <= t else None
         if self.phase == "train":
             due = []
+            if self.pending is not None:        # the next step's quorum call fails
+                due.append((max(self._boundary(self.pending[0]), self.since), "lost"))
             if self.joining:                    # healing alongside (async): they contribute
                 due.append((self.healed, "healed"))     # from the boundary after their heal
             if any(g not in self.members for g in self.live):
@@ -213,6 +246,12 @@ class Lighthouse:
     # --- changes -------------------------------------------------------------------------
     def _act(self, nxt) -> None:
         when, what = nxt
+        if what == "lost":
+            self._lighthouse_lost(when)
+            return
+        if what == "back":
+            self._lighthouse_back(when)
+            return
         if what == "resume":
             self._cut(when)
             self.phase, self.origin = "train", when
@@ -240,7 +279,8 @@ class Lighthouse:
         joined = groups - self.holders if not restart else frozenset()
         left = frozenset(x[0] if isinstance(x, tuple) else x for x in self.prev or ()) - groups
         self.quorums.append(QuorumRecord(len(self.quorums) + 1, t, groups, joined, left, restart,
-                                         "restart" if restart and self.quorums else cause,
+                                         "restart" if restart and self.quorums and cause != "lighthouse"
+                                         else cause,
                                          self.broken_at))
         self.broken_at = None
         self.prev = self.members = groups
@@ -270,6 +310,33 @@ class Lighthouse:
         if stall <= 0:
             self._act((t, "resume"))
 
+    def _lighthouse_lost(self, r: float) -> None:
+        """A quorum call at r finds no Lighthouse: the job stalls until a call reaches it."""
+        self._cut(r)
+        if self.phase == "train":
+            self.steps.failed += self.costs.sync_every
+        self.broken_at = r if self.broken_at is None else self.broken_at
+        back, died = self.costs.lighthouse_back(r, self.pending[1])
+        self.pending = None
+        self.died = self.died or died
+        self.phase, self.since, self.resume = "outage", r, back
+
+    def _lighthouse_back(self, t: float) -> None:
+        """A call reaches the fresh Lighthouse: it knows no quorum and forms one of the groups
+        asking (each asks at once), from their state, or from a checkpoint when the
+        processes died with it."""
+        self._cut(t)
+        self.prev, self.dead = None, {}         # what the lost Lighthouse knew
+        if self.died:
+            self.holders = set()
+            self.died = False
+        asked = {g: t for g in self.live}
+        groups = self.rules.decide(t, asked, set(self.live) | set(self.beats), None)
+        if groups is None:                      # too few: the usual wait for a quorum
+            self.phase, self.failed_at = "failure", t
+            return
+        self._form(t, groups, "lighthouse")
+
     def _down(self, g: int, t: float) -> None:
         self.live.pop(g, None)
         self.beats.pop(g, None)
@@ -279,6 +346,10 @@ class Lighthouse:
         if self.prev and g in self.prev:          # the last quorum's member is that dead life
             self.prev = (self.prev - {g}) | {(g, t)}
         if g not in self.members:
+            return
+        if self.phase == "outage":              # no step runs: the quorum after it has one less
+            self.members = frozenset(m for m in self.members if m != g)
+            self.joining = frozenset(m for m in self.joining if m != g)
             return
         noticed = t + self.detect.get((g, t), self.costs.detection)
         if self.phase in ("train", "heal", "reconf", "load"):

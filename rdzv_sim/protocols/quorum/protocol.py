@@ -15,7 +15,7 @@ over the groups' lives (`rdzv_sim/training/quorum.py`).
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
@@ -49,6 +49,11 @@ class QuorumSettings(HrwSettings):
                                     "(DiLoCo restores the last synchronised parameters)")
     init_sync: bool = Field(True, description="torchft Manager's init_sync: the job's first quorum syncs every "
                             "group but one from it")
+    quorum_timeout: PositiveFloat = Field(60.0, description="torchft Manager's quorum_timeout: a quorum call that "
+                                          "gets no answer raises after it (the training process dies)")
+    quorum_retries: Annotated[int, Field(ge=0, le=1000)] = Field(0, description="torchft Manager's quorum_retries: "
+                                                              "a failed Lighthouse call is retried this many times, "
+                                                              "spread over quorum_timeout, before the call fails")
     timeout: PositiveFloat = Field(60.0, description="torchft Manager's timeout: a step whose collective hangs "
                                    "on a group that vanished fails after it (a killed process's fails as "
                                    "fast as the group's own peers notice it)")
