@@ -62,13 +62,14 @@ def _targets(names: pd.Series, copies: pd.Series, count: int, rng: np.random.Gen
     return out
 
 
-def replay_plan(log: pd.DataFrame, spec, *, nodes: int, hosts: int, racks: int, duration: float,
+def replay_plan(log: pd.DataFrame, spec, *, nodes: int, racks: int, duration: float,
                 rng: np.random.Generator) -> pd.DataFrame:
     """The incidents a run of `duration` seconds meets, by time: `time`, `scope`, `cause`,
     `target` (a host index for node scope, a rack index for rack scope; -1: a random live host
     when it happens), `repair` and `detection` (seconds; NaN: never repaired / as interruptions
     are). `spec` is the scenario's `incident_log` entry; `nodes` the job's hosts, which
-    `spec.log_hosts` scales to."""
+    `spec.log_hosts` scales to and named hosts map onto (so the spares' count does not move
+    them)."""
     span = spec.span or float(log["time"].max()) or duration
     ratio = nodes / spec.log_hosts if spec.log_hosts else 1.0
     plan = _copies(log, ratio, span, rng) if ratio != 1.0 else log.assign(copy=0)
@@ -76,7 +77,7 @@ def replay_plan(log: pd.DataFrame, spec, *, nodes: int, hosts: int, racks: int, 
         plan["time"] = plan["time"] * (duration / span)
     plan = plan[plan["time"] < duration].sort_values(["time", "copy"], kind="stable")
     target = np.full(len(plan), -1, dtype=np.int64)
-    for scope, count in (("node", hosts), ("rack", racks)):
+    for scope, count in (("node", nodes), ("rack", racks)):      # named hosts: the job's, not spares
         rows = (plan["scope"] == scope).to_numpy()
         target[rows] = _targets(plan["host"][rows], plan["copy"][rows], count, rng)
     fill = lambda col, default: plan[col].fillna(np.nan if default is None else float(default))

@@ -124,7 +124,7 @@ class Simulation:
                 continue
             if rf.kind == "incident_log":
                 rng = np.random.default_rng(int(rng_faults.integers(2**63)))
-                plan = replay_plan(logged(rf.log), rf, nodes=sc.cluster.nodes, hosts=sc.hosts,
+                plan = replay_plan(logged(rf.log), rf, nodes=sc.cluster.nodes,
                                    racks=sc.cluster.topology.racks if sc.cluster.topology.kind == "racks" else 0,
                                    duration=sc.duration, rng=rng)
                 env.process(faults.replay(self, plan, rng))

@@ -184,7 +184,7 @@ def test_replay_scales_a_log_to_the_jobs_size_and_duration(tmp_path):
 
     def plan(seed=0, **kw):
         spec = IncidentLog(kind="incident_log", log="-", span=10 * HOUR, **kw)
-        return replay_plan(log, spec, nodes=64, hosts=64, racks=0, duration=kw.pop("d", 10 * HOUR),
+        return replay_plan(log, spec, nodes=64, racks=0, duration=kw.pop("d", 10 * HOUR),
                            rng=np.random.default_rng(seed))
     same = plan()
     assert len(same) == n and (same["repair"] == 600.0).all() and same["detection"].isna().all()
@@ -194,10 +194,10 @@ def test_replay_scales_a_log_to_the_jobs_size_and_duration(tmp_path):
     assert 50 <= (quarter["scope"] == "node").sum() <= 100 and (quarter["scope"] == "job").sum() == job
     assert plan(log_hosts=256).equals(quarter) and not plan(1, log_hosts=256).equals(quarter)
     spec = IncidentLog(kind="incident_log", log="-", span=10 * HOUR, stretch=True, repair=None)
-    stretched = replay_plan(log, spec, nodes=64, hosts=64, racks=0, duration=HOUR,
+    stretched = replay_plan(log, spec, nodes=64, racks=0, duration=HOUR,
                             rng=np.random.default_rng(0))
     assert np.allclose(stretched["time"], log["time"] / 10) and stretched["repair"].isna().all()
-    cut = replay_plan(log, IncidentLog(kind="incident_log", log="-"), nodes=64, hosts=64, racks=0,
+    cut = replay_plan(log, IncidentLog(kind="incident_log", log="-"), nodes=64, racks=0,
                       duration=HOUR, rng=np.random.default_rng(0))
     assert len(cut) == (log["time"] < HOUR).sum()    # unstretched: what fits in the run
 
