@@ -75,7 +75,9 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     by_round = ({} if "modulo" not in policies else
                 ranked if ranked is not None else ranked_by_round(events))
     split = [m.split(",") for m in rounds["members"]]
-    ring = Ring({n for names in split for n in names}, vnodes, seed) if "ring" in policies else None
+    hosts = sorted({n for names in split for n in names})
+    ring = Ring(hosts, vnodes, seed) if "ring" in policies else None
+    by_name = "hrw" in policies and len(np.unique(kernels.hash_keys(hosts, seed))) < len(hosts)
     prev_members: set | None = None
     prev: dict[str, np.ndarray] = {}
     assignment = None
@@ -88,8 +90,10 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
                     assignment = Assignment(keys, Placement(names, seed=seed))
                 else:
                     assignment.update(Placement(names, seed=seed))
-                now[p] = assignment.owners()
                 now["hrw_hashes"] = assignment.owner_hashes()
+                # an owner is its node hash (uint64: no Python object a key), its name only
+                # when two of the run's hosts' hashes collide
+                now[p] = assignment.owners() if by_name else now["hrw_hashes"]
             elif p == "modulo":
                 now[p] = np.asarray(by_rank, dtype=object)[keys % len(by_rank)]
             else:

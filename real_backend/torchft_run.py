@@ -58,6 +58,7 @@ class TorchftRun:
     timeout: float = 5.0           # the Manager's collective / commit / heal timeout
     quorum_timeout: float = 60.0   # the Manager's wait for a quorum (torchft's default)
     quorum_retries: int = 0        # the Manager's retries of a failed Lighthouse call (torchft's default)
+    async_quorum: bool = False     # the Manager's use_async_quorum (torchft's default is True)
     faults: list[GroupFault] = field(default_factory=list)
     workdir: Path | None = None
     settle_steps: int | None = None  # end once every group committed this many after the last fault
@@ -95,7 +96,7 @@ def _replica(args) -> None:
                       store_addr="127.0.0.1", store_port=store.port, rank=0, world_size=1,
                       timeout=t, quorum_timeout=timedelta(seconds=args.quorum_timeout),
                       connect_timeout=t, quorum_retries=args.quorum_retries,
-                      use_async_quorum=False)
+                      use_async_quorum=args.async_quorum)
     seen = {}
     client = manager._client
 
@@ -117,7 +118,8 @@ def _replica(args) -> None:
     while time.monotonic() < args.until and not (args.stop_file and os.path.exists(args.stop_file)):
         t0 = time.monotonic()
         before = healed["n"]
-        optim.zero_grad()                      # the quorum (and healing, here, synchronously)
+        optim.zero_grad()                      # the quorum (with its heal: in the background
+                                               # when async, waited for at the first all-reduce)
         q = time.monotonic()
         # the step's compute first, its gradients' all-reduce at its end (as DDP's last
         # buckets): a step takes step_time when nothing stalls it, and a peer that dies
@@ -219,6 +221,7 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
                "--step-time", repr(cfg.step_time), "--state-mb", repr(cfg.state_mb),
                "--timeout", repr(cfg.timeout), "--min-replicas", str(cfg.min_replicas),
                "--quorum-timeout", repr(cfg.quorum_timeout), "--quorum-retries", str(cfg.quorum_retries),
+               *(["--async-quorum"] if cfg.async_quorum else []),
                "--stop-file", str(stop)]
         with open(work / f"g{g}.err", "a") as err:          # the child keeps its own copy
             return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
@@ -294,6 +297,7 @@ def main(argv=None) -> None:
     r.add_argument("--stop-file", default=None)
     r.add_argument("--quorum-timeout", type=float, default=60.0)
     r.add_argument("--quorum-retries", type=int, default=0)
+    r.add_argument("--async-quorum", action="store_true")
     d = sub.add_parser("demo")
     d.add_argument("--out", default="runs/torchft")
     args = ap.parse_args(argv)

@@ -37,7 +37,7 @@ class Costs:
                                     # (a life may say its own: a vanished host's is longer)
     load: float = 0.0               # seconds to load a checkpoint (a restart without live state)
     overlap: bool = False           # torchft's use_async_quorum: the quorum call and a joiner's
-                                    # heal overlap the step (the healthy groups do not wait)
+                                    # heal overlap the step's compute (`heal_wait`)
     init_sync: bool = True          # torchft's init_sync: the first quorum syncs all groups but one
     sync_every: int = 1             # steps between synchronisations (LocalSGD / DiLoCo)
     quorum_retries: int = 0         # torchft Manager's retries of a failed Lighthouse call ...
@@ -60,6 +60,14 @@ class Costs:
                 return ask + k * every, died
             died, ask = True, ask + self.quorum_timeout + self.restart
         raise ValueError("the Lighthouse outage outlasts 100,000 restarts of the job")
+
+    @property
+    def heal_wait(self) -> float:
+        """What a heal stalls every member: all of it (synchronous quorum), or what it takes
+        beyond the compute before the step's first all-reduce (async: torchft 0.2.0 fetches
+        the state inside the quorum future, and `Manager.allreduce` waits for that future, so
+        the healing group's all-reduce, and everyone's with it, waits for the heal)."""
+        return max(0.0, self.heal - self.sync_every * self.step_time) if self.overlap else self.heal
 
     @property
     def step(self) -> float:
@@ -258,7 +266,8 @@ class Lighthouse:
             if self.joining and not self.costs.overlap:
                 self.holders |= self.joining
                 self.joining = frozenset()
-            self.healed = self._boundary(when + self.costs.heal)
+            # the rest of the heal overlaps the first step's compute, which it contributes nothing to
+            self.healed = self._boundary(when + self.costs.heal - self.costs.heal_wait)
             return
         if what == "healed":
             self._cut(when)
@@ -298,14 +307,15 @@ class Lighthouse:
                 if sync:
                     self.holders = {min(groups)}
                     self.joining = frozenset(groups - self.holders)
-                stall, self.phase = c.reconfigure, "reconf"
+                wait = c.heal_wait if sync else 0.0
+                stall, self.phase = c.reconfigure + wait, "heal" if wait > 0 else "reconf"
             else:
                 stall, self.phase = c.reconfigure + (c.heal if sync else 0.0), "heal"
         else:
             self.joining = joined
-            heal = c.heal if joined and not c.overlap else 0.0
+            heal = c.heal_wait if joined else 0.0
             stall = c.reconfigure + heal
-            self.phase = "heal" if joined and not c.overlap else "reconf"
+            self.phase = "heal" if heal > 0 else "reconf"
         self.since, self.resume = t, t + stall
         if stall <= 0:
             self._act((t, "resume"))

@@ -41,8 +41,9 @@ class QuorumSettings(HrwSettings):
                                           "fetches from a live peer, spread evenly over its hosts")
     heal_bandwidth: PositiveFloat = Field(25e9, description="bytes/s each host of a healing group fetches at")
     async_quorum: bool = Field(True, description="torchft Manager's use_async_quorum: the quorum call and a "
-                               "recovering group's heal overlap the step, so the healthy groups do not wait "
-                               "for it (the healing group trains along, contributing nothing, until healed)")
+                               "recovering group's heal overlap the step's compute; the healthy groups wait "
+                               "only for what the heal takes beyond it (the healing group trains along, "
+                               "contributing nothing, until healed)")
     sync_every: PositiveInt = Field(1, description="steps between synchronisations (torchft's LocalSGD / DiLoCo "
                                     "sync_every; 1: every step, as DDP / HSDP): the quorum and the all-reduce come "
                                     "once per interval, a failure is seen at the interval's end and loses its steps "
