@@ -48,6 +48,7 @@ def real_config(sc, workdir: Path) -> TorchftRun:
                              f"faults, not {f.kind}")
     return TorchftRun(groups=sc.cluster.nodes, duration=sc.duration, step_time=p.step_time,
                       state_mb=p.state_bytes / 2**20, min_replicas=p.min_replicas,
+                      min_replica_size=p.min_replica_size,
                       join_timeout=p.quorum_join_timeout, quorum_tick=p.quorum_tick,
                       heartbeat_timeout=p.heartbeat_timeout, quorum_timeout=p.quorum_timeout,
                       quorum_retries=p.quorum_retries, async_quorum=p.async_quorum,

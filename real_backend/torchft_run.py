@@ -52,6 +52,7 @@ class TorchftRun:
     step_time: float = 0.2         # seconds of compute per step (a sleep: the CPU is shared)
     state_mb: float = 64.0         # the state a healing group fetches from a peer
     min_replicas: int = 1
+    min_replica_size: int | None = None   # the Manager's commit gate (None: min_replicas)
     join_timeout: float = 1.0
     quorum_tick: float = 0.1
     heartbeat_timeout: float = 1.0
@@ -90,7 +91,7 @@ def _replica(args) -> None:
         return {"model": model.state_dict(), "optim": opt.state_dict(), "blob": blob}
 
     t = timedelta(seconds=args.timeout)
-    manager = Manager(pg=ProcessGroupGloo(timeout=t), min_replica_size=args.min_replicas,
+    manager = Manager(pg=ProcessGroupGloo(timeout=t), min_replica_size=args.min_replica_size,
                       load_state_dict=load_state_dict, state_dict=state_dict,
                       replica_id=f"g{args.group}", lighthouse_addr=args.lighthouse,
                       store_addr="127.0.0.1", store_port=store.port, rank=0, world_size=1,
@@ -219,7 +220,8 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
         cmd = [sys.executable, "-m", "real_backend.torchft_run", "replica", "--group", str(g),
                "--lighthouse", lighthouse.address, "--log", str(logs[g]), "--until", repr(until),
                "--step-time", repr(cfg.step_time), "--state-mb", repr(cfg.state_mb),
-               "--timeout", repr(cfg.timeout), "--min-replicas", str(cfg.min_replicas),
+               "--timeout", repr(cfg.timeout),
+               "--min-replica-size", str(cfg.min_replica_size or cfg.min_replicas),
                "--quorum-timeout", repr(cfg.quorum_timeout), "--quorum-retries", str(cfg.quorum_retries),
                *(["--async-quorum"] if cfg.async_quorum else []),
                "--stop-file", str(stop)]
@@ -293,7 +295,7 @@ def main(argv=None) -> None:
     r.add_argument("--step-time", type=float, default=0.2)
     r.add_argument("--state-mb", type=float, default=64.0)
     r.add_argument("--timeout", type=float, default=5.0)
-    r.add_argument("--min-replicas", type=int, default=1)
+    r.add_argument("--min-replica-size", type=int, default=1)
     r.add_argument("--stop-file", default=None)
     r.add_argument("--quorum-timeout", type=float, default=60.0)
     r.add_argument("--quorum-retries", type=int, default=0)

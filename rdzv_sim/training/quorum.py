@@ -9,7 +9,8 @@ segment's capacity is split among the terms of docs/training.md:
   cost); the quorum call's share is `lost_quorum_s`; the groups outside are `running_smaller`;
 - a failure: the survivors' lost step and their wait for the Lighthouse (`detection`);
 - the Lighthouse's process gone (a `lighthouse_crash` fault): the members' wait in their
-  failing quorum calls is `lost_quorum_s`, as the calls' own cost is;
+  failing quorum calls is `lost_quorum_s`, as the calls' own cost is, and so are steps that
+  a quorum smaller than `min_replica_size` runs and cannot commit;
 - a heal: a recovered group fetching its state, the others waiting for it (`heal`), and the
   collectives' reconfiguration at every change (`reconfigure`);
 - a job with no live group holding the state restarts from its last checkpoint: the time
@@ -43,7 +44,8 @@ def lighthouse_for(sc):
     rules = QuorumRules(p.min_replicas, p.quorum_join_timeout, p.heartbeat_timeout, p.quorum_tick)
     costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
                   tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync, p.sync_every,
-                  p.quorum_retries, p.quorum_timeout, a.worker_start + a.worker_start_per_node * p.group_size)
+                  p.quorum_retries, p.quorum_timeout, a.worker_start + a.worker_start_per_node * p.group_size,
+                  p.min_replica_size or p.min_replicas)
     return Lighthouse(rules, costs, sc.duration)
 
 
@@ -134,6 +136,15 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     by_span: dict[int, list] = {}
     for s in lh.segments:
         dt = s.t1 - s.t0
+        if s.kind == "train" and len(s.groups - s.healing) < lh.costs.min_commit:
+            # torchft's should_commit refuses every step (min_replica_size): time lost to the quorum
+            if not started:
+                lost["startup"] += dt
+            else:
+                e = len(s.groups) * size / full
+                lost["quorum"] += e * dt
+                lost["running_smaller"] += (1 - e) * dt
+            continue
         if s.kind == "train":
             started = True
             by_span.setdefault(s.span, []).append(s)

@@ -297,3 +297,23 @@ def test_a_lighthouse_crash_in_a_run_is_charged_to_the_quorum_and_refused_elsewh
     assert s["goodput"] * 60 + sum(s[c] for c in r.summary.columns if c.startswith("lost_")) == pytest.approx(60)
     with pytest.raises(ScenarioError, match="needs a protocol with torchft.s Lighthouse"):
         load({**base, "protocol": {"name": "hrw"}, "faults": faults})
+
+
+def test_min_replica_size_gates_commits_apart_from_the_lighthouses_min_replicas():
+    """torchft's Manager commits a step only with min_replica_size participants; the
+    Lighthouse forms quorums from min_replicas. The known-steps case above with
+    min_replica_size 2: after group 1 dies at 50.5 s, group 0 alone still gets its quorum
+    (min_replicas 1) at 55.5 s, but none of its 43 steps commits."""
+    rules = QuorumRules(min_replicas=1, heartbeat_timeout=5.0, tick=0.1)
+    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, min_commit=2)
+    lh = Lighthouse(rules, costs, duration=100.0).replay([(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, 50.5)])
+    assert [q.t for q in lh.quorums] == [1.0, 55.5]
+    assert (lh.steps.committed, lh.steps.failed) == (48, 1 + 43)
+    base = {**BASE, "faults": [{"kind": "crash", "at": 20, "node": 2}, {"kind": "crash", "at": 20, "node": 3}]}
+    loose = run(base).summary.iloc[0]
+    strict = run({**base, "protocol": {**BASE["protocol"], "min_replica_size": 3}}).summary.iloc[0]
+    assert strict["steps_committed"] < loose["steps_committed"]
+    assert strict["lost_quorum_s"] > loose["lost_quorum_s"] and strict["goodput"] < loose["goodput"]
+    assert strict["goodput"] * 60 + sum(strict[c] for c in strict.index if c.startswith("lost_")) == pytest.approx(60)
+    with pytest.raises(ScenarioError, match="min_replica_size"):
+        load({**BASE, "protocol": {**BASE["protocol"], "min_replica_size": 4}})

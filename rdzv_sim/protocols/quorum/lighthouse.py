@@ -43,6 +43,8 @@ class Costs:
     quorum_retries: int = 0         # torchft Manager's retries of a failed Lighthouse call ...
     quorum_timeout: float = 60.0    # ... spread over its quorum timeout, after which it raises
     restart: float = 0.0            # seconds until a training process that raised runs again
+    min_commit: int = 1             # torchft Manager's min_replica_size: a step commits only
+                                    # with this many participating groups
 
     def lighthouse_back(self, r: float, back: float) -> tuple[float, bool]:
         """A quorum asked at r, the Lighthouse gone until `back`: when a request reaches it,
@@ -182,8 +184,11 @@ class Lighthouse:
                 n = (math.floor((t - self.origin) / step + 1e-9)
                      - math.floor((self.since - self.origin) / step + 1e-9))
                 per = self.costs.sync_every     # steps between two quorums
-                self.steps.committed += n * per
-                self.steps.group_steps += n * per * len(groups - healing)
+                if len(groups - healing) < self.costs.min_commit:
+                    self.steps.failed += n * per    # should_commit says no: too few participants
+                else:
+                    self.steps.committed += n * per
+                    self.steps.group_steps += n * per * len(groups - healing)
         self.since = max(self.since, t)
 
     def _boundary(self, t: float) -> float:

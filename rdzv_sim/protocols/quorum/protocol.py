@@ -29,7 +29,11 @@ class QuorumSettings(HrwSettings):
     The hrw settings apply inside each replica group."""
     name: Literal["quorum"] = "quorum"
     group_size: PositiveInt = Field(1, description="hosts per replica group: they fail and restart together")
-    min_replicas: PositiveInt = Field(1, description="fewest groups a step commits with (torchft's min_replicas)")
+    min_replicas: PositiveInt = Field(1, description="fewest groups the Lighthouse forms a quorum of (torchft's "
+                                      "min_replicas)")
+    min_replica_size: PositiveInt | None = Field(None, description="torchft Manager's min_replica_size: a step "
+                                                 "commits only with this many participating groups (a healing "
+                                                 "group does not participate); None: min_replicas")
     quorum_join_timeout: NonNegativeFloat = Field(60.0, description="the Lighthouse waits this long for heartbeating "
                                                   "groups that have not asked to join (torchft's join_timeout_ms)")
     heartbeat_timeout: PositiveFloat = Field(5.0, description="a group whose heartbeat is this old is dead to the Lighthouse")
@@ -80,6 +84,9 @@ class QuorumSettings(HrwSettings):
                         "belongs to one replica group"))
         elif self.min_replicas > n // g:
             out.append((("protocol", "min_replicas"), f"{self.min_replicas} is more than the {n // g} replica groups"))
+        elif (self.min_replica_size or 0) > n // g:
+            out.append((("protocol", "min_replica_size"),
+                        f"{self.min_replica_size} is more than the {n // g} replica groups: no step would commit"))
         if self.max_nodes not in (None, n):
             out.append((("protocol", "max_nodes"), "the quorum protocol's job is every host: leave max_nodes out"))
         if self.min_nodes not in (None, n):
