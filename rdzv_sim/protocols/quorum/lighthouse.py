@@ -50,7 +50,7 @@ class Costs:
         """A quorum asked at r, the Lighthouse gone until `back`: when a request reaches it,
         and whether the training processes died first. torchft 0.2.0's Manager retries every
         max(0.1 s, quorum_timeout / (retries + 1)); after its last retry the call hangs until
-        quorum_timeout and raises (measured: reports/per_step_ft.md), so the process dies, is
+        quorum_timeout and raises (docs/per-step.md, "Losing the Lighthouse"), so the process dies, is
         restarted (`restart`) and asks again."""
         if math.isinf(back):
             return back, True
