@@ -141,8 +141,8 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
                  f"current settings' cost on {'the Dask cluster (one worker counted)' if dask_address else f'{width} workers'}")
     baseline = {k.key: current_value(data, k.key) for k in knobs}
 
-    def runs(params_list: list[dict]) -> tuple[list[list[float]], list[dict]]:
-        """Each candidate's objective on every seed, and the runs' summary rows."""
+    def runs(params_list: list[dict]) -> tuple[list[list[float]], list[list[float]], list[dict]]:
+        """Each candidate's objective and goodput on every seed, and the runs' summary rows."""
         specs = [{"overrides": [f"{k}={v}" for k, v in p.items()], "params": dict(p), "seed": s}
                  for p in params_list for s in seed_list]
         rows = run_specs(data, specs, workers, dask_address)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .incidents import logged, replay_rates
 from .protocols.registry import get, part, register_part
 
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
@@ -71,15 +70,8 @@ def rounds(sc) -> float:
     the recovery), two per expected random failure (its crash and its repair)."""
     r = 1.0 + 2.0 * len(sc.faults)
     for rf in sc.random_faults:
-        if rf.kind == "node_failures":
-            hosts = len(rf.nodes) if rf.nodes is not None else sc.hosts
-            r += 2.0 * hosts * sc.duration / rf.mtbf
-        elif rf.kind == "incident_log":
-            local, job = replay_rates(logged(rf.log), rf, nodes=sc.cluster.nodes, duration=sc.duration)
-            r += (2.0 * local + job) * sc.duration
-        else:
-            count = rf.count * sc.duration / (rf.per or sc.duration)
-            r += count * (2.0 if rf.scope != "job" and rf.repair is not None else 1.0)
+        two, one = rf.rates(sc)
+        r += (2.0 * two + one) * sc.duration
     return r
 
 

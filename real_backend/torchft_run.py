@@ -1,10 +1,10 @@
 """torchft for real: its Lighthouse and one Manager per replica group, gloo on CPU.
 
 `run_torchft(...)` starts torchft's Lighthouse (`torchft_lighthouse`, a process of its own) and
-one OS process per replica group (`python -m real_backend.torchft_run replica ...`: its own TCPStore, a reconfigurable
-`ProcessGroupGloo`, a `Manager`, a small model and a state blob of `state_mb` that a healing
-group fetches from a live peer). Faults are SIGKILL of a group's process (or of the Lighthouse's) at
-a time and its restart at another. Every group writes one JSON line per step (the quorum it
+one OS process per replica group (`python -m real_backend.torchft_run replica ...`: its own
+TCPStore, a reconfigurable `ProcessGroupGloo`, a `Manager`, a small model and a state blob of
+`state_mb` that a healing group fetches from a live peer). Faults are SIGKILL of a group's
+process (or of the Lighthouse's) at a time and its restart at another. Every group writes one JSON line per step (the quorum it
 got, whether it healed, whether the step committed, the Manager's error); `quorum_validate.py`
 compares them with the simulated protocol.
 
@@ -152,8 +152,13 @@ class Lighthouse:
     """torchft's Lighthouse as its own process (`torchft_lighthouse`), on a port that stays
     its address when it is killed and started again, as a job's Lighthouse service would."""
 
-
     def __init__(self, cfg: TorchftRun, log: Path):
+        # torchft's own entry point (it reads the process's arguments, so not `python -c`)
+        self.script = shutil.which("torchft_lighthouse", path=str(Path(sys.executable).parent)) \
+            or shutil.which("torchft_lighthouse")
+        if self.script is None:
+            raise RuntimeError("torchft_lighthouse is not installed beside this Python; "
+                               "pip install -e '.[torchft]'")
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -163,12 +168,7 @@ class Lighthouse:
     def start(self, wait_s: float = 60.0) -> None:
         """Start it and return once it accepts connections."""
         c = self.cfg
-        # torchft's own entry point (it reads the process's arguments, so not `python -c`)
-        script = shutil.which("torchft_lighthouse", path=str(Path(sys.executable).parent)) \
-            or shutil.which("torchft_lighthouse")
-        if script is None:
-            raise RuntimeError("torchft_lighthouse is not installed beside this Python; pip install -e '.[torchft]'")
-        cmd = [sys.executable, script, "--bind", f"127.0.0.1:{self.port}",
+        cmd = [sys.executable, self.script, "--bind", f"127.0.0.1:{self.port}",
                "--min_replicas", str(c.min_replicas),
                "--join_timeout_ms", str(int(c.join_timeout * 1000)),
                "--quorum_tick_ms", str(int(c.quorum_tick * 1000)),

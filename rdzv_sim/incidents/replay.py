@@ -11,7 +11,7 @@ import pandas as pd
 
 from .log import read_log
 
-PLAN_COLUMNS = ("time", "scope", "cause", "target", "repair", "detection")
+PLAN_COLUMNS = ("time", "scope", "cause", "target", "repair", "detection")   # replay_plan's table
 
 
 @lru_cache(maxsize=8)
@@ -62,6 +62,17 @@ def _targets(names: pd.Series, copies: pd.Series, count: int, rng: np.random.Gen
     return out
 
 
+def _span(log: pd.DataFrame, spec, duration: float) -> float:
+    """The seconds the log watched: as given, else to its last incident (a log of one instant:
+    the run's duration)."""
+    return spec.span or float(log["time"].max()) or duration
+
+
+def _ratio(spec, nodes: int) -> float:
+    """How many times the log's hosts the job has."""
+    return nodes / spec.log_hosts if spec.log_hosts else 1.0
+
+
 def replay_plan(log: pd.DataFrame, spec, *, nodes: int, racks: int, duration: float,
                 rng: np.random.Generator) -> pd.DataFrame:
     """The incidents a run of `duration` seconds meets, by time: `time`, `scope`, `cause`,
@@ -70,8 +81,7 @@ def replay_plan(log: pd.DataFrame, spec, *, nodes: int, racks: int, duration: fl
     are). `spec` is the scenario's `incident_log` entry; `nodes` the job's hosts, which
     `spec.log_hosts` scales to and named hosts map onto (so the spares' count does not move
     them)."""
-    span = spec.span or float(log["time"].max()) or duration
-    ratio = nodes / spec.log_hosts if spec.log_hosts else 1.0
+    span, ratio = _span(log, spec, duration), _ratio(spec, nodes)
     plan = _copies(log, ratio, span, rng) if ratio != 1.0 else log.assign(copy=0)
     if spec.stretch:
         plan["time"] = plan["time"] * (duration / span)
@@ -81,17 +91,14 @@ def replay_plan(log: pd.DataFrame, spec, *, nodes: int, racks: int, duration: fl
         rows = (plan["scope"] == scope).to_numpy()
         target[rows] = _targets(plan["host"][rows], plan["copy"][rows], count, rng)
     fill = lambda col, default: plan[col].fillna(np.nan if default is None else float(default))
-    return pd.DataFrame({"time": plan["time"].to_numpy(float), "scope": plan["scope"].to_numpy(),
-                         "cause": plan["cause"].to_numpy(), "target": target,
-                         "repair": fill("repair_s", spec.repair).to_numpy(float),
-                         "detection": fill("detection_s", spec.detection).to_numpy(float)})
+    cols = (plan["time"].to_numpy(float), plan["scope"].to_numpy(), plan["cause"].to_numpy(), target,
+            fill("repair_s", spec.repair).to_numpy(float), fill("detection_s", spec.detection).to_numpy(float))
+    return pd.DataFrame(dict(zip(PLAN_COLUMNS, cols)))
 
 
 def replay_rates(log: pd.DataFrame, spec, *, nodes: int, duration: float) -> tuple[float, float]:
     """Incidents a second of the run, (host and rack, job), as `replay_plan` scales them: for
     the estimate before a run and for the job's MTBF beside a checkpoint interval."""
-    span = spec.span or float(log["time"].max()) or duration
-    per = duration if spec.stretch else span
-    ratio = nodes / spec.log_hosts if spec.log_hosts else 1.0
+    per = duration if spec.stretch else _span(log, spec, duration)
     job = int((log["scope"] == "job").sum())
-    return (len(log) - job) * ratio / per, job / per
+    return (len(log) - job) * _ratio(spec, nodes) / per, job / per

@@ -7,21 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..incidents import logged, replay_rates
 from .document import CSS
 from .figures import SWEEP_METRICS, sweep_metric
 
 
 def system_mtbf(sc) -> float | None:
     """The job's mean time between failures from its random faults (None: none given)."""
-    rate = 0.0
-    for rf in sc.random_faults:
-        if rf.kind == "node_failures":
-            rate += len(rf.nodes if rf.nodes is not None else range(sc.hosts)) / rf.mtbf
-        elif rf.kind == "incident_log":
-            rate += sum(replay_rates(logged(rf.log), rf, nodes=sc.cluster.nodes, duration=sc.duration))
-        else:
-            rate += rf.count / (rf.per or sc.duration)
+    rate = sum(sum(rf.rates(sc)) for rf in sc.random_faults)
     return 1.0 / rate if rate > 0 else None
 
 

@@ -139,6 +139,11 @@ class NodeFailures(Strict):
     repair: PositiveFloat | None = 600.0         # restart after this long (None: never)
     nodes: list[int] | None = None               # default: every node
 
+    def rates(self, sc) -> tuple[float, float]:
+        """Incidents a second of the run: (those the estimate counts as two rounds, a failure
+        and a return; those it counts as one). Their sum is the job's failure rate."""
+        return (len(self.nodes) if self.nodes is not None else sc.hosts) / self.mtbf, 0.0
+
 
 class Interruptions(Strict):
     """`count` interruptions expected over the run (a Poisson process), each hitting one random
@@ -157,6 +162,11 @@ class Interruptions(Strict):
     # detection); None: agent.collective_timeout, as when a host vanishes
     detection: PositiveFloat | None = None
 
+    def rates(self, sc) -> tuple[float, float]:
+        """As `NodeFailures.rates`: a repaired host or rack comes back (two rounds)."""
+        rate = self.count / (self.per or sc.duration)
+        return (rate, 0.0) if self.scope != "job" and self.repair is not None else (0.0, rate)
+
 
 class IncidentLog(Strict):
     """A team's incident log (docs/incidents.md) replayed: each incident at its logged time
@@ -170,6 +180,11 @@ class IncidentLog(Strict):
     stretch: bool = False                        # the log's span onto the run's duration
     repair: PositiveFloat | None = 600.0         # a row without repair_s (None: never repaired)
     detection: PositiveFloat | None = None       # a row without detection_s (None: as interruptions)
+
+    def rates(self, sc) -> tuple[float, float]:
+        """As `NodeFailures.rates`: the log's host and rack incidents, its job ones."""
+        from ..incidents import logged, replay_rates
+        return replay_rates(logged(self.log), self, nodes=sc.cluster.nodes, duration=sc.duration)
 
 
 def _random_kind(v) -> str:

@@ -165,14 +165,13 @@ def interruptions(sim, spec, rng: np.random.Generator):
     while True:
         yield env.timeout(float(rng.exponential(mean_gap)))
         if spec.scope == "job":
-            sim.trace.record(env.now, "job", "fault_job_interruption", detail={"cause": spec.cause})
             if spec.requeue:                 # the scheduler kills the job and queues it again
+                sim.trace.record(env.now, "job", "fault_job_interruption", detail={"cause": spec.cause})
                 for node in sim.nodes.values():
                     sim.stop(node)
                 sim.scheduler.requeue(f"interruption:{spec.cause}")
-                continue
-            for node in sim.nodes.values():
-                sim.fail_workers(node)
+            else:
+                _job_interruption(sim, spec.cause)
             continue
         if spec.scope == "rack":
             racks = sorted({n.rack for n in sim.nodes.values() if n.rack is not None})
@@ -182,10 +181,7 @@ def interruptions(sim, spec, rng: np.random.Generator):
             hosts = [sim.nodes[h] for h in sim.net.hosts_in_rack(rack)]
         else:
             hosts = [sim.node_at(int(rng.integers(len(sim.hosts))))]
-        for node in hosts:
-            sim.crash(node, spec.cause, spec.detection)
-        if spec.repair is not None:
-            env.process(_repair(sim, hosts, spec.repair, spec.cause))
+        _strike(sim, hosts, spec.cause, spec.detection, spec.repair)
 
 
 def replay(sim, plan, rng: np.random.Generator):
@@ -193,27 +189,38 @@ def replay(sim, plan, rng: np.random.Generator):
     host's on its host, an unnamed one's on a random live host (a log says a host failed, and a
     host that is down cannot)."""
     env = sim.env
-    for t, scope, cause, target, repair, detection in zip(*(plan[c].to_numpy() for c in plan.columns)):
-        if t > env.now:
-            yield env.timeout(float(t) - env.now)
-        if scope == "job":
-            sim.trace.record(env.now, "job", "fault_job_interruption", detail={"cause": cause})
-            for node in sim.nodes.values():
-                sim.fail_workers(node)
+    for x in plan.itertuples(index=False):
+        if x.time > env.now:
+            yield env.timeout(float(x.time) - env.now)
+        if x.scope == "job":
+            _job_interruption(sim, x.cause)
             continue
-        if scope == "rack":
-            hosts = [sim.nodes[h] for h in sim.net.hosts_in_rack(f"rack{target}")]
-        elif target >= 0:
-            hosts = [sim.node_at(int(target))]
+        if x.scope == "rack":
+            hosts = [sim.nodes[h] for h in sim.net.hosts_in_rack(f"rack{x.target}")]
+        elif x.target >= 0:
+            hosts = [sim.node_at(int(x.target))]
         else:
             alive = [n for n in sim.nodes.values() if n.alive]
             if not alive:
                 continue
             hosts = [alive[int(rng.integers(len(alive)))]]
-        for node in hosts:
-            sim.crash(node, cause, None if np.isnan(detection) else float(detection))
-        if not np.isnan(repair):
-            env.process(_repair(sim, hosts, float(repair), cause))
+        _strike(sim, hosts, x.cause, None if np.isnan(x.detection) else float(x.detection),
+                None if np.isnan(x.repair) else float(x.repair))
+
+
+def _job_interruption(sim, cause: str) -> None:
+    """Every node's workers fail at once (a software bug, an NCCL watchdog)."""
+    sim.trace.record(sim.env.now, "job", "fault_job_interruption", detail={"cause": cause})
+    for node in sim.nodes.values():
+        sim.fail_workers(node)
+
+
+def _strike(sim, hosts, cause: str, detection: float | None, repair: float | None) -> None:
+    """The hosts crash (their peers notice after `detection`) and come back after `repair`."""
+    for node in hosts:
+        sim.crash(node, cause, detection)
+    if repair is not None:
+        sim.env.process(_repair(sim, hosts, repair, cause))
 
 
 def _repair(sim, hosts, after: float, cause: str):

@@ -49,7 +49,7 @@ def lighthouse_for(sc):
     return Lighthouse(rules, costs, sc.duration)
 
 
-def outages(events: pd.DataFrame, duration: float) -> list[tuple[float, float]]:
+def outages(events: pd.DataFrame) -> list[tuple[float, float]]:
     """When the Lighthouse's process was gone: (lost, back) from the run's events."""
     ev = events[events["event"].isin(["fault_lighthouse_crash", "lighthouse_restarted"])]
     out, lost = [], None
@@ -108,7 +108,7 @@ def replay(events, rounds, sc, spans=None):
     groups = sc.protocol.groups(sc.max_nodes)
     life = lives(spans, rounds, lambda rnd: rnd % groups, events, sc.protocol.timeout,
                  lh.costs.detection)
-    return lh.replay(life, outages(events, sc.duration)), life
+    return lh.replay(life, outages(events)), life
 
 
 def quorums_table(lh, group_size: int) -> pd.DataFrame:
@@ -136,8 +136,7 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     by_span: dict[int, list] = {}
     for s in lh.segments:
         dt = s.t1 - s.t0
-        if s.kind == "train" and len(s.groups - s.healing) < lh.costs.min_commit:
-            # torchft's should_commit refuses every step (min_replica_size): time lost to the quorum
+        if s.refused:                           # every step refused: time lost to the quorum
             if not started:
                 lost["startup"] += dt
             else:

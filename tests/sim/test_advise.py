@@ -1,8 +1,6 @@
 """`rdzv-sim advise`: a search over the settings a team may change, paired seeds, the answer
 with its confidence; bad search spaces refused by name before anything runs."""
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -10,6 +8,7 @@ import yaml
 
 from rdzv_sim.advise import advise, parse_space
 
+from test_cli import cli
 from test_goodput import DELTA as C, M, young_daly_scenario as _scenario
 
 
@@ -17,10 +16,6 @@ def young_daly_scenario(interval=3600.0):
     """test_goodput's scenario, 100 failures long, at the aggregate fidelity (a search is many
     runs)."""
     return _scenario(interval, failures=100, seed=1) | {"fidelity": "aggregate"}
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "rdzv_sim", *args], capture_output=True, text=True)
 
 
 @pytest.mark.slow

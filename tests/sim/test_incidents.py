@@ -2,8 +2,6 @@
 cause (scipy.stats), and turned into random_faults a scenario accepts."""
 import io
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -13,11 +11,9 @@ import yaml
 import rdzv_sim
 from rdzv_sim.incidents import LogError, fit, random_faults, read_log, sample_log
 
+from test_cli import cli
+
 HOUR = 3600.0
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "rdzv_sim", *args], capture_output=True, text=True)
 
 
 def write_log(path, gaps, cause="gpu", scope="host", repair=None):

@@ -86,6 +86,7 @@ class Segment:
     span: int                  # which restart from a checkpoint it belongs to
     healing: frozenset = frozenset()   # members of a training segment still healing (async
                                        # quorum): in its collectives, contributing nothing
+    refused: bool = False      # a training segment too small to commit (min_replica_size)
 
 
 @dataclass(frozen=True)
@@ -177,15 +178,17 @@ class Lighthouse:
             k = self.phase
             groups = self.members if k != "idle" else frozenset(self.live)
             healing = self.joining if k == "train" else frozenset()
-            self.segments.append(Segment(self.since, t, k, groups, self.span, healing))
+            # torchft's should_commit refuses a step with fewer participants than min_replica_size
+            refused = k == "train" and len(groups - healing) < self.costs.min_commit
+            self.segments.append(Segment(self.since, t, k, groups, self.span, healing, refused))
             self.trained = self.trained or k == "train"
             if k == "train":                    # the steps that ended in it committed
                 step = self.costs.step
                 n = (math.floor((t - self.origin) / step + 1e-9)
                      - math.floor((self.since - self.origin) / step + 1e-9))
                 per = self.costs.sync_every     # steps between two quorums
-                if len(groups - healing) < self.costs.min_commit:
-                    self.steps.failed += n * per    # should_commit says no: too few participants
+                if refused:
+                    self.steps.failed += n * per
                 else:
                     self.steps.committed += n * per
                     self.steps.group_steps += n * per * len(groups - healing)
