@@ -9,10 +9,11 @@ The spec ("hrw spec v1") is in SPEC.md; `hrw.spec` is its executable reference.
 """
 from .assignment import Assignment, Change
 from .domains import failure_domains
+from .key_ranking import KeyRanking
 from .placement import Placement
 from .spec import hash64, ranking
 
 SPEC_VERSION = 1
 
-__all__ = ["Assignment", "Change", "Placement", "failure_domains", "hash64", "ranking",
+__all__ = ["Assignment", "Change", "KeyRanking", "Placement", "failure_domains", "hash64", "ranking",
            "SPEC_VERSION"]

@@ -13,11 +13,12 @@ Every node does O(1) store operations a round; only the closer does O(N).
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat
 
-from hrw import Placement
+from hrw import KeyRanking, Placement
 
 from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
                    Sleep, StoreAddress, StoreTimeout)
@@ -411,8 +412,13 @@ class HrwProtocol(Protocol):
         return ranking.order(self.cfg.rank_order, infos, self.rank_order, previous)
 
     def rank_order(self, names: list[str]) -> list[str]:
-        """The members in rank order: HRW scores for the run id, not arrival order."""
-        return Placement(names, seed=0).rank_order(self.cfg.run_id)
+        """The members in rank order: HRW scores for the run id, not arrival order (each host's
+        score kept across rounds)."""
+        return self._run_ranking.order(names)
+
+    @cached_property
+    def _run_ranking(self) -> KeyRanking:
+        return KeyRanking(self.cfg.run_id, seed=0)
 
     # a round's keys: a slot per joiner (n<i>), an assignment per member (a<i>), three per
     # probe, and these, `closed` last; round_keys and round_key_count both read this layout

@@ -26,39 +26,64 @@ def _png(fig) -> bytes:
 
 
 SPAN_EVENTS = ("node_start", "workers_started", "round_left", "fault_crash", "agent_exit")
+_KIND = {"node_start": 0, "workers_started": 1, "round_left": 2, "fault_crash": 3, "agent_exit": 3}
+
+
+def spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """When each host was up (node, t0, t1) and when its workers ran (node, t0, t1, round).
+
+    A host is up from a `node_start` (the first since it was last down) to a crash or its
+    agent's exit; its workers run from `workers_started` to the next `round_left`, crash or exit
+    (a second start before a stop replaces the first). What is still open ends at `end`. One
+    numpy pass over the hosts' events sorted by host, whatever their number."""
+    ev = events.loc[events["event"].isin(SPAN_EVENTS).to_numpy()]
+    codes, names = pd.factorize(ev["node"].astype(str), sort=True)
+    kind = ev["event"].astype(str).map(_KIND).to_numpy(np.int8)
+    t = ev["t"].to_numpy(dtype=float)
+    rnd = ev["round"].to_numpy(dtype=object)
+    order = np.argsort(codes, kind="stable")             # by host, in event order within one
+
+    def neighbours(sel):
+        n_, k_ = codes[sel], kind[sel]
+        same = n_[1:] == n_[:-1]
+        return k_, np.r_[same, False], np.r_[False, same]
+
+    # workers: a start is closed by the next of its host's run events if that is a stop
+    sel = order[kind[order] != 0]
+    k_, next_same, _ = neighbours(sel)
+    first = np.flatnonzero(k_ == 1)
+    nxt = np.minimum(first + 1, max(len(sel) - 1, 0))
+    closed = next_same[first] & (k_[nxt] >= 2)
+    keep = closed | ~next_same[first]
+    i0 = sel[first[keep]]
+    run = pd.DataFrame({"node": names[codes[i0]], "t0": t[i0],
+                        "t1": np.where(closed[keep], t[sel[nxt[keep]]], end), "round": rnd[i0]})
+    # up: a node_start opens unless its host is up (the row before it is a node_start);
+    # a crash or exit closes a host that is up, at the span its first node_start opened
+    sel = order[kind[order] != 1]
+    sel = sel[kind[sel] != 2]
+    k_, next_same, prev_same = neighbours(sel)
+    idx = np.arange(len(sel))
+    prev_start = prev_same & (np.r_[-1, k_[:-1]] == 0)
+    opener = np.maximum.accumulate(np.where((k_ == 0) & ~prev_start, idx, -1)) if len(sel) else idx
+    shut = np.flatnonzero((k_ == 3) & prev_start)
+    still = np.flatnonzero(~next_same & (k_ == 0))
+    o = np.concatenate([opener[shut], opener[still]])
+    up = pd.DataFrame({"node": names[codes[sel[o]]], "t0": t[sel[o]],
+                       "t1": np.concatenate([t[sel[shut]], np.full(len(still), float(end))])})
+    return up, run
 
 
 def intervals(events: pd.DataFrame, end: float):
     """Per node: (start, stop) spans when its host was up, and (start, stop, round) spans when
-    its workers ran. Row order is event order."""
+    its workers ran (`spans`, as lists)."""
+    up_df, run_df = spans(events, end)
     up, run = {}, {}
-    open_up, open_run = {}, {}
-    ev_ = events.loc[events["event"].isin(SPAN_EVENTS).to_numpy()]      # the few that matter,
-    cols = (ev_["t"].to_numpy(dtype=float).tolist(), ev_["node"].to_numpy(dtype=object).tolist(),
-            ev_["event"].to_numpy(dtype=object).tolist(), ev_["round"].to_numpy(dtype=object).tolist())
-    for t, node, ev, rnd in zip(*cols):                                  # as plain Python values
-        if ev == "node_start":
-            open_up.setdefault(node, t)
-        elif ev == "workers_started":
-            open_run[node] = (t, rnd)
-        elif ev in ("round_left", "fault_crash", "agent_exit"):
-            if node in open_run:
-                s, r = open_run.pop(node)
-                run.setdefault(node, []).append((s, t, r))
-            if ev != "round_left" and node in open_up:
-                up.setdefault(node, []).append((open_up.pop(node), t))
-    for node, s in open_up.items():
-        up.setdefault(node, []).append((s, end))
-    for node, (s, r) in open_run.items():
-        run.setdefault(node, []).append((s, end, r))
+    for node, t0, t1 in zip(up_df["node"], up_df["t0"], up_df["t1"]):
+        up.setdefault(node, []).append((t0, t1))
+    for node, t0, t1, r in zip(run_df["node"], run_df["t0"], run_df["t1"], run_df["round"]):
+        run.setdefault(node, []).append((t0, t1, r))
     return up, run
-
-
-def _count_over_time(spans: dict, end: float):
-    """Step function of how many spans are open."""
-    starts = [s[0] for lst in spans.values() for s in lst]
-    stops = [s[1] for lst in spans.values() for s in lst]
-    return _steps(starts, stops, np.ones(len(starts), dtype=np.int64), end)
 
 
 def _steps(starts, stops, weights, end: float):
@@ -96,11 +121,23 @@ def _faults(events: pd.DataFrame) -> pd.DataFrame:
     return events[events["event"].str.startswith("fault_")]
 
 
+def _marks(ax, xs, **style) -> None:
+    """Vertical lines at `xs` over the whole height: one artist however many."""
+    xs = np.asarray(xs, dtype=float)
+    if len(xs):
+        ax.vlines(xs, 0, 1, transform=ax.get_xaxis_transform(), **style)
+
+
+def _open_over_time(df: pd.DataFrame, end: float):
+    """Step function of how many of `spans`' rows are open."""
+    return _steps(df["t0"], df["t1"], np.ones(len(df), dtype=np.int64), end)
+
+
 def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes: int) -> bytes:
-    up, run = intervals(events, duration)
     fig, ax = plt.subplots(figsize=(10, 3.6))
     faults = _faults(events)
     if nodes <= PER_NODE_LIMIT:
+        up, run = intervals(events, duration)
         names = sorted(set(up) | set(run) | set(events.loc[events["event"] == "node_start", "node"]))
         cmap = plt.get_cmap("tab10")
         for y, name in enumerate(names):
@@ -115,15 +152,14 @@ def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes:
                    zorder=5, label="fault")
         ax.set_ylabel("host (grey: up; colour: round whose workers run)")
     else:
-        t, c = _count_over_time(up, duration)
+        up, run = spans(events, duration)
+        t, c = _open_over_time(up, duration)
         ax.step(t, c, where="post", color="#888888", label="hosts up")
-        t, c = _count_over_time(run, duration)
+        t, c = _open_over_time(run, duration)
         ax.step(t, c, where="post", color="tab:blue", label="hosts running a round")
         ax.set_ylabel("hosts")
-        for ft in faults["t"].unique()[:500]:
-            ax.axvline(ft, color="red", alpha=0.3, lw=0.8)
-    for end in rounds.get("end", pd.Series(dtype=float)):
-        ax.axvline(end, color="green", alpha=0.25, lw=0.8)
+        _marks(ax, faults["t"].unique()[:500], color="red", alpha=0.3, lw=0.8)
+    _marks(ax, rounds.get("end", pd.Series(dtype=float)), color="green", alpha=0.25, lw=0.8)
     ax.set_xlim(0, duration)
     ax.set_xlabel("time (s)")
     ax.set_title("Timeline: hosts, rounds (green lines: round complete), faults (red)")
@@ -133,9 +169,10 @@ def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes:
 
 
 def latency(events: pd.DataFrame) -> bytes:
-    ra = events[events["event"] == "rank_assigned"]
-    lat = pd.to_numeric(ra["detail"].str.extract(r'"latency":(-?[0-9.eE+-]+|NaN|-?Infinity)', expand=False),
-                        errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    from ..trace import parse_details
+    got = parse_details(events["detail"], (events["event"] == "rank_assigned").to_numpy(),
+                        ("latency",))["latency"]
+    lat = pd.to_numeric(pd.Series(got), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     lat = lat[np.isfinite(lat)]
     fig, ax = plt.subplots(figsize=(10, 3))
     if len(lat):
@@ -166,6 +203,22 @@ def store_load(load: pd.DataFrame | None, duration: float) -> bytes:
     return _png(fig)
 
 
+BARS_LIMIT = 60               # above this many bars a series is drawn as one filled step
+
+
+def _bars(ax, x, heights, width: float, bottom=0.0, fill: bool = True, **style) -> None:
+    """Bars at `x`, or, when there are many, one step of the same heights (filled, unless
+    series overlap): a patch per bar costs matplotlib milliseconds, a long run has thousands."""
+    heights = np.asarray(heights, dtype=float)
+    if len(heights) <= BARS_LIMIT:
+        ax.bar(x, heights, width=width, bottom=bottom, **style)
+        return
+    x = np.asarray(x, dtype=float)
+    edges = np.r_[x - width / 2, x[-1] + width / 2]
+    base = np.broadcast_to(np.asarray(bottom, dtype=float), heights.shape)
+    ax.stairs(base + heights, edges, baseline=base, fill=fill, **style)
+
+
 def shards(rounds: pd.DataFrame) -> bytes:
     marks = ("shards_moved_fair_share", "shards_moved_needed")
     cols = [c for c in rounds.columns if c.startswith("shards_moved_") and c not in marks]
@@ -174,16 +227,18 @@ def shards(rounds: pd.DataFrame) -> bytes:
         x = np.arange(len(rounds))
         w = 0.8 / len(cols)
         for i, c in enumerate(cols):
-            ax.bar(x + i * w, rounds[c], width=w, label=c.removeprefix("shards_moved_"))
+            _bars(ax, x + i * w, rounds[c], w, fill=len(cols) == 1,
+                  label=c.removeprefix("shards_moved_"))
         if "shards_moved_fair_share" in rounds:
             ax.hlines(rounds["shards_moved_fair_share"], x - 0.5 * w, x + 0.8 - 0.5 * w,
                       color="black", lw=2, label="balanced share")
         if "shards_moved_needed" in rounds:
             ax.hlines(rounds["shards_moved_needed"], x - 0.5 * w, x + 0.8 - 0.5 * w, color="tab:red",
                       lw=1.5, ls="--", label="needed (owner left or a newcomer's)")
-        ax.set_xticks(x + 0.4 - 0.5 * w, [str(r) for r in rounds["round"]], fontsize=7)
+        if len(rounds) <= BARS_LIMIT:
+            ax.set_xticks(x + 0.4 - 0.5 * w, [str(r) for r in rounds["round"]], fontsize=7)
         ax.legend(fontsize=8)
-    ax.set_xlabel("round")
+    ax.set_xlabel("round" if len(rounds) <= BARS_LIMIT else "completed round, in order")
     ax.set_ylabel("shards moved")
     ax.set_title("Shards moved per round, by placement policy")
     return _png(fig)
@@ -226,7 +281,7 @@ def interruptions(table: pd.DataFrame | None) -> bytes:
         bottom = np.zeros(len(table))
         for p in parts:
             v = table[p].to_numpy(dtype=float)
-            ax.bar(x, v, bottom=bottom, label=p.removesuffix("_s").replace("_", " "), width=0.8)
+            _bars(ax, x, v, 0.8, bottom=bottom.copy(), label=p.removesuffix("_s").replace("_", " "))
             bottom += v
         if len(table) <= 30:
             ax.set_xticks(x, [f"{c}\n{t:,.0f} s" for c, t in zip(table["cause"], table["t"])], fontsize=7)
@@ -265,8 +320,7 @@ def overlay(runs: dict[str, pd.DataFrame], duration: float) -> bytes:
     """Hosts running a round over time, one line per trace (e.g. simulated and real)."""
     fig, ax = plt.subplots(figsize=(10, 3.2))
     for (label, ev), colour in zip(runs.items(), ("tab:blue", "tab:red", "tab:green")):
-        _, run = intervals(ev, duration)
-        t, c = _count_over_time(run, duration)
+        t, c = _open_over_time(spans(ev, duration)[1], duration)
         ax.step(t, c, where="post", color=colour, label=f"{label}: hosts running a round")
         done = ev[ev["event"] == "rank_assigned"].groupby("round")["t"].max()
         ax.scatter(done.values, np.zeros(len(done)) - 0.15, marker="^", color=colour, s=25)

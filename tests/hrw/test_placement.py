@@ -159,3 +159,25 @@ def test_failure_domains_spread():
 def test_bad_input(make, err, msg):
     with pytest.raises(err, match=msg):
         make()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(node_ids, min_size=1, max_size=4), st.one_of(st.text(max_size=6), st.integers()),
+       st.integers(0, 2**64 - 1))
+def test_key_ranking_keeps_scores_and_ranks_as_placement(sets, key, seed):
+    from hrw import KeyRanking
+    kr = KeyRanking(key, seed=seed)
+    for nodes in sets:                       # node sets that overlap across calls, as rounds do
+        assert kr.order(nodes) == Placement(nodes, seed=seed).rank_order(key) \
+            == spec.ranking(key, nodes, seed=seed)
+    assert len(kr) == len({n for s in sets for n in s})      # each node scored once
+
+
+def test_key_ranking_refuses_what_placement_refuses():
+    from hrw import KeyRanking
+    with pytest.raises(ValueError, match="duplicate node ids"):
+        KeyRanking("run").order(["a", "b", "a"])
+    with pytest.raises(ValueError, match="at least one node"):
+        KeyRanking("run").order([])
+    with pytest.raises(TypeError, match="seed must be an int"):
+        KeyRanking("run", seed=1.5)

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 import rdzv_sim
-from rdzv_sim.report.figures import _count_over_time, training_curve
+from rdzv_sim.report.figures import _open_over_time, spans, training_curve
 from rdzv_sim.scenario.load import bundled
 
 from golden.runs import SMALLER        # the golden runs' cuts of the big scenarios (tests/ is on sys.path)
@@ -27,9 +27,26 @@ def test_goodput_figure_and_summary_agree_on_every_bundled_scenario(name):
 
 def test_counts_over_time_have_no_spikes_at_shared_instants():
     # host a ends where b starts; c is open for no time at all
-    t, c = _count_over_time({"a": [(0.0, 5.0)], "b": [(5.0, 9.0)], "c": [(7.0, 7.0)]}, 10.0)
+    t, c = _open_over_time(pd.DataFrame({"t0": [0.0, 5.0, 7.0], "t1": [5.0, 9.0, 7.0]}), 10.0)
     assert c.min() >= 0 and c.max() == 1
     assert list(c[(t > 0) & (t < 10)]) == [1, 1, 0]         # after 5, 7 and 9
+
+
+def test_spans_follow_each_hosts_events():
+    """Up from the first node_start to a crash or exit; workers from a start to the next stop,
+    a second start replacing the first; what is open ends at the end."""
+    ev = pd.DataFrame({
+        "t": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        "node": ["a", "a", "b", "a", "a", "a", "b", "b", "a", "a", "b"],
+        "event": ["node_start", "node_start", "node_start", "workers_started", "workers_started",
+                  "round_left", "workers_started", "fault_crash", "fault_crash", "node_start",
+                  "agent_exit"],
+        "round": [None, None, None, 0, 1, 1, 1, None, None, None, None]})
+    up, run = spans(ev, 20.0)
+    assert sorted(map(tuple, up[["node", "t0", "t1"]].to_numpy().tolist())) == [
+        ("a", 0.0, 8.0), ("a", 9.0, 20.0), ("b", 2.0, 7.0)]
+    assert sorted(map(tuple, run[["node", "t0", "t1", "round"]].to_numpy().tolist())) == [
+        ("a", 4.0, 5.0, 1), ("b", 6.0, 7.0, 1)]
 
 
 def test_a_hung_collective_is_not_training_in_the_figure():
