@@ -76,18 +76,24 @@ class Assignment:
         old = self.placement
         if new.seed != old.seed:
             raise ValueError("an Assignment cannot change its placement's seed")
-        old_set, new_set = set(old.nodes), set(new.nodes)
-        kept = old_set & new_set
-        ow, nw = old.weights or {}, new.weights or {}
-        reweighted = bool(ow or nw) and any(ow.get(n, 1.0) != nw.get(n, 1.0) for n in kept)
         before = self._owner.copy()
         self.placement = new
-        if reweighted or new._exact_ties or (old._weights is None) != (new._weights is None):
+        if (self._reweighted(old, new) or new._exact_ties
+                or (old._weights is None) != (new._weights is None)):
             self._recompute_all()          # weights of staying nodes changed: no shortcut
         else:
-            self._apply_removals(old, old_set - new_set)
-            self._apply_additions(new, new_set - old_set)
+            # who left and who came, by node hash: owners are kept as hashes, and a placement
+            # without exact ties has one node a hash
+            self._apply_removals(np.setdiff1d(old.node_hashes, new.node_hashes))
+            self._apply_additions(new, np.setdiff1d(new.node_hashes, old.node_hashes))
         return Change(moved=np.flatnonzero(before != self._owner))
+
+    @staticmethod
+    def _reweighted(old: Placement, new: Placement) -> bool:
+        if old._given is None and new._given is None:
+            return False
+        ow, nw = old.weights or {}, new.weights or {}
+        return any(ow.get(n, 1.0) != nw.get(n, 1.0) for n in set(old.nodes) & set(new.nodes))
 
     def remove(self, nodes: Iterable) -> Change:
         return self.update(self.placement.without(nodes))
@@ -95,10 +101,9 @@ class Assignment:
     def add(self, nodes: Iterable, weights=None) -> Change:
         return self.update(self.placement.with_nodes(nodes, weights))
 
-    def _apply_removals(self, old: Placement, gone: set) -> None:
-        if not gone:
+    def _apply_removals(self, gone_h: np.ndarray) -> None:
+        if not len(gone_h):
             return
-        gone_h = np.array([old.node_hashes[old.index_of(n)] for n in gone], dtype=np.uint64)
         rows = np.flatnonzero(np.isin(self._owner, gone_h))
         if len(rows) == 0:
             return
@@ -109,10 +114,9 @@ class Assignment:
         if self._prim is not None:
             self._prim[rows] = kernels.weighted(self._raw[rows], new._weights[idx])
 
-    def _apply_additions(self, new: Placement, added: set) -> None:
-        for node in sorted(added, key=new.index_of):
-            i = new.index_of(node)
-            h = new.node_hashes[i]
+    def _apply_additions(self, new: Placement, added_h: np.ndarray) -> None:
+        for h in added_h:                  # in canonical order (by hash)
+            i = int(np.searchsorted(new.node_hashes, h))
             raw = self._raw_scores(h)
             if self._prim is None:
                 win = (raw > self._raw) | ((raw == self._raw) & (h < self._owner))

@@ -88,8 +88,16 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
             if p == "hrw":
                 if assignment is None:
                     assignment = Assignment(keys, Placement(names, seed=seed))
-                else:
-                    assignment.update(Placement(names, seed=seed))
+                else:                       # the last round's placement, changed: only the
+                    members = set(names)    # newcomers hashed
+                    placement = assignment.placement
+                    gone = sorted(prev_members - members)
+                    if len(gone) == len(placement):
+                        placement = Placement(names, seed=seed)
+                    else:
+                        placement = placement.without(gone) if gone else placement
+                        placement = placement.with_nodes(sorted(members - prev_members))
+                    assignment.update(placement)
                 now["hrw_hashes"] = assignment.owner_hashes()
                 # an owner is its node hash (uint64: no Python object a key), its name only
                 # when two of the run's hosts' hashes collide

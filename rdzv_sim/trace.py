@@ -155,20 +155,26 @@ class Tracer:
         if self.listeners:
             self.listeners = [f for f in self.listeners if not f(t, node, event, rnd, detail)]
 
+    def codes(self, nodes) -> np.ndarray:
+        """The nodes' numbers in this trace (new names get one): what `record_many` takes in
+        place of names, when a caller records the same nodes several times."""
+        known = self._name_ix
+        try:
+            return np.fromiter(map(known.__getitem__, nodes), np.int32, len(nodes))
+        except KeyError:
+            return np.array([self._ix(known, self.names, x) for x in nodes], np.int32)
+
     def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None,
                     fields=None):
-        """One event for many nodes at once. `t`: one time or one a node; `details`: JSON
-        strings, already encoded, or `fields`: the details as columns (`render_details`)."""
+        """One event for many nodes at once. `nodes`: names, or their `codes`; `t`: one time or
+        one a node; `details`: JSON strings, already encoded, or `fields`: the details as
+        columns (`render_details`)."""
         n = len(nodes)
         ev = self._event(event)
         if rnd is not None:
             rnd += self.round_offset
             self.max_round = max(self.max_round, rnd)
-        known = self._name_ix
-        try:
-            ix = np.fromiter(map(known.__getitem__, nodes), np.int32, n)
-        except KeyError:
-            ix = np.array([self._ix(known, self.names, x) for x in nodes], np.int32)
+        ix = nodes if isinstance(nodes, np.ndarray) else self.codes(nodes)
         t = np.full(n, t, np.float64) if np.ndim(t) == 0 else np.asarray(t, np.float64)
         if fields is not None:
             detail = render_details(n, fields)

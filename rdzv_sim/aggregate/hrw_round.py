@@ -240,11 +240,12 @@ class HrwRounds(RoundModel):
             return
         r = job.round
         restarts = job.restarts
-        tr.record_many(starts, names, "rendezvous_start",
+        codes = tr.codes(names)
+        tr.record_many(starts, codes, "rendezvous_start",
                        fields={"restarts": np.fromiter(map(restarts.__getitem__, names), np.int64,
                                                        len(names))})
         order_ix = rt.order.tolist()
-        tr.record_many(rt.t_join[rt.order], [names[j] for j in order_ix], "join", r,
+        tr.record_many(rt.t_join[rt.order], codes[rt.order], "join", r,
                        fields={"slot": np.arange(1, len(order_ix) + 1)})
         member_names = [names[j] for j in rt.members.tolist()]
         order = job.protocol.ranks([job.nodes[n].info for n in member_names], self.published)
@@ -252,7 +253,7 @@ class HrwRounds(RoundModel):
             self.published = order
         rank = {m: i for i, m in enumerate(order)}
         ranks = [rank[n] for n in member_names]
-        tr.record_many(rt.t_ack, member_names, "confirmed", r, ranks=ranks)
+        tr.record_many(rt.t_ack, codes[rt.members], "confirmed", r, ranks=ranks)
         self.sizes_of[r] = (len(order_ix), len(order))
         job.formed(Formed(r, member_names, ranks, rt.t_rank.tolist(),
                           [self.joiners[n] for n in member_names], len(order), names[rt.closer],

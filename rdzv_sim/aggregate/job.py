@@ -108,14 +108,16 @@ class AggregateJob(Simulation):
         tr.record(f.t_closed, f.closer, "round_closed", r, world_size=world,
                   detail={"members": f.listed, "count": nn, "holes": 0})
         ranks, t_rank = np.asarray(f.ranks, np.int64), np.asarray(f.t_rank, np.float64)
-        tr.record_many(t_rank, f.members, "rank_assigned", r, ranks=ranks, world_size=world,
+        codes = tr.codes(f.members)
+        tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=world,
                        fields={"digest": f.digest, "first_rank": ranks * nproc, "nnodes": nn,
                                "latency": t_rank - np.asarray(f.started, np.float64),
                                "master": f.master})
         a = self.sc.agent
-        t_ws = max(f.t_rank) + a.worker_start + a.worker_start_per_node * nn
-        ranked = [m for _, m in sorted(zip(f.ranks, f.members))]
-        tr.record_many(t_ws, ranked, "workers_started", r, ranks=np.sort(ranks), world_size=world)
+        t_ws = float(t_rank.max()) + a.worker_start + a.worker_start_per_node * nn
+        by_rank = np.argsort(ranks, kind="stable")
+        tr.record_many(t_ws, codes[by_rank], "workers_started", r, ranks=ranks[by_rank],
+                       world_size=world)
         self.model.running(f, t_ws)
         acc = self.runtime.round_ops.setdefault(r + tr.round_offset, [0, 0])
         acc[0] += self.model.ops - f.since[0]
@@ -173,23 +175,28 @@ class AggregateJob(Simulation):
         self.leave_at = None
         members = [m for m in self.members if self.nodes[m].alive]
         self.trace.record_many(t, members, "round_left", r,
-                               ranks=[self.rank_of[m] for m in members], fields={"reason": why})
+                               ranks=np.fromiter(map(self.rank_of.__getitem__, members), np.int64,
+                                                 len(members)), fields={"reason": why})
         back = self.model.leave(members, t)
         self.members, self.member_set, self.rank_of = [], set(), {}
         self.t_ws, self.waiting_noticed = math.inf, False
-        failure = uses_a_restart(why)
-        names, times, out = [], [], []
-        for m, tb in zip(members, back):
-            if failure:
-                self.restarts[m] += 1
-                if out_of_restarts(self.restarts[m], self.agent_cfg):
-                    self.trace.record(t, m, "agent_exit", detail={"reason": "max_restarts"})
-                    self.exited.add(m)
-                    self.model.gone(m, t)
-                    out.append(m)
-                    continue
-            names.append(m)
-            times.append(tb)
+        names, times, out = members, back, []
+        if uses_a_restart(why) and members:
+            restarts = self.restarts
+            for m in members:
+                restarts[m] += 1
+            # the count only grows: none is out unless the most restarted is
+            if out_of_restarts(max(map(restarts.__getitem__, members)), self.agent_cfg):
+                names, times = [], []
+                for m, tb in zip(members, back):
+                    if out_of_restarts(restarts[m], self.agent_cfg):
+                        self.trace.record(t, m, "agent_exit", detail={"reason": "max_restarts"})
+                        self.exited.add(m)
+                        self.model.gone(m, t)
+                        out.append(m)
+                    else:
+                        names.append(m)
+                        times.append(tb)
         if out:
             self.model.shut_down(out, t)
         self.model.enter(names, times)

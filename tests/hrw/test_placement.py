@@ -181,3 +181,20 @@ def test_key_ranking_refuses_what_placement_refuses():
         KeyRanking("run").order([])
     with pytest.raises(TypeError, match="seed must be an int"):
         KeyRanking("run", seed=1.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(node_ids.filter(lambda n: len(n) >= 2), st.data())
+def test_derived_placements_equal_fresh_ones(nodes, data):
+    """`with_nodes` and `without` hash only what is new, and give the placement a fresh one
+    would: same canonical order, hashes and owners."""
+    cut = data.draw(st.integers(1, len(nodes) - 1))
+    base = Placement(nodes[:cut], seed=9)
+    grown, fresh = base.with_nodes(nodes[cut:]), Placement(nodes, seed=9)
+    shrunk, fresh_small = fresh.without(nodes[cut:]), Placement(nodes[:cut], seed=9)
+    ks = list(range(200))
+    for got, want in ((grown, fresh), (shrunk, fresh_small)):
+        assert got.nodes == want.nodes and list(got.node_hashes) == list(want.node_hashes)
+        assert list(got.owners(ks)) == list(want.owners(ks))
+    with pytest.raises(ValueError, match="duplicate node ids"):
+        base.with_nodes([nodes[0]])
