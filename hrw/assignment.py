@@ -115,6 +115,9 @@ class Assignment:
             self._prim[rows] = kernels.weighted(self._raw[rows], new._weights[idx])
 
     def _apply_additions(self, new: Placement, added_h: np.ndarray) -> None:
+        if self._prim is None and len(added_h) > 1:
+            self._challenge(added_h)
+            return
         for h in added_h:                  # in canonical order (by hash)
             i = int(np.searchsorted(new.node_hashes, h))
             raw = self._raw_scores(h)
@@ -127,3 +130,18 @@ class Assignment:
                 self._prim[win] = prim[win]
             self._owner[win] = h
             self._raw[win] = raw[win]
+
+    def _challenge(self, added_h: np.ndarray) -> None:
+        """Unweighted: every key's best newcomer (one score block a cache-sized run of keys),
+        then one challenge of its owner. The same as the newcomers one at a time: a key's raw
+        scores are equal only for equal node hashes, so the best of all wins either way."""
+        def best(s):
+            j = s.argmax(axis=1)           # ties: the first, the smaller hash (sorted)
+            return j, s[np.arange(len(s)), j]
+        parts = kernels.chunked(self._kh, added_h, best)
+        j = np.concatenate([p[0] for p in parts])
+        raw = np.concatenate([p[1] for p in parts])
+        h = added_h[j]
+        win = (raw > self._raw) | ((raw == self._raw) & (h < self._owner))
+        self._owner[win] = h[win]
+        self._raw[win] = raw[win]

@@ -27,6 +27,27 @@ def test_incremental_matches_batch(steps, weighted):
         assert list(a.owners()) == list(a.placement.owners(keys))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sets(st.integers(0, 80), min_size=1, max_size=40), min_size=1, max_size=6),
+       st.booleans())
+def test_update_to_any_member_set_matches_batch(rounds, weighted):
+    """Rounds whose members change many at a time (spares rotating in and out): the owners
+    after each update are the batch owners, and `moved` is exactly the keys that changed."""
+    wt = (lambda n: 1.0 + (int(n[1:]) % 3)) if weighted else None
+
+    def placement(ids):
+        names = [f"n{i}" for i in sorted(ids)]
+        return Placement(names, [wt(n) for n in names] if wt else None, seed=4)
+    keys = np.arange(3000)
+    a = Assignment(keys, placement(range(30)))
+    for ids in rounds:
+        before = a.owners()
+        ch = a.update(placement(ids))
+        after = a.owners()
+        assert list(after) == list(a.placement.owners(keys))
+        assert set(ch.moved) == set(np.flatnonzero(before != after))
+
+
 def test_incremental_does_not_rescore_everything(monkeypatch):
     from hrw import kernels
     p = Placement(range(2048), seed=1)

@@ -162,7 +162,8 @@ def test_bad_input(make, err, msg):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(node_ids, min_size=1, max_size=4), st.one_of(st.text(max_size=6), st.integers()),
+@given(st.lists(node_ids, min_size=1, max_size=4),
+       st.one_of(st.text(max_size=6), st.integers(-(2**63), 2**64 - 1)),
        st.integers(0, 2**64 - 1))
 def test_key_ranking_keeps_scores_and_ranks_as_placement(sets, key, seed):
     from hrw import KeyRanking
