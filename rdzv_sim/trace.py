@@ -18,6 +18,9 @@ from .events import check
 
 SCHEMA_VERSION = 1
 EVENT_COLUMNS = ["t", "node", "event", "round", "rank", "world_size", "detail"]
+# a host's steps in a rendezvous that no table reads: what `outputs.events: lean` leaves out
+# (its join, which starts a round in the rounds table, its rank, workers and leaving stay)
+STEPS = frozenset({"rendezvous_start", "confirmed"})
 
 
 def _strings(arr):
@@ -97,8 +100,9 @@ class Tracer:
     a round at a time) stay numpy and Arrow blocks: a frontier run records ~10^7 events, and a
     Python object or string per row would cost more than the whole simulation."""
 
-    def __init__(self):
+    def __init__(self, leave_out=frozenset()):
         self._new_rows()
+        self.leave_out = frozenset(leave_out)     # event kinds not kept (listeners see them)
         self.blocks: list[_Block] = []
         self.names: list[str] = []
         self.kinds: list[str] = []
@@ -143,6 +147,10 @@ class Tracer:
             rnd += self.round_offset
             if rnd > self.max_round:
                 self.max_round = rnd
+        if event in self.leave_out:
+            if self.listeners:
+                self.listeners = [f for f in self.listeners if not f(t, node, event, rnd, detail)]
+            return
         self.t.append(t)
         self.node.append(self._ix(self._name_ix, self.names, node))
         self.event.append(ev)
@@ -174,6 +182,8 @@ class Tracer:
         if rnd is not None:
             rnd += self.round_offset
             self.max_round = max(self.max_round, rnd)
+        if event in self.leave_out:
+            return
         ix = nodes if isinstance(nodes, np.ndarray) else self.codes(nodes)
         t = np.full(n, t, np.float64) if np.ndim(t) == 0 else np.asarray(t, np.float64)
         if fields is not None:

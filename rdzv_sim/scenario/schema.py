@@ -126,6 +126,9 @@ class Scheduler(Strict):
 class Outputs(Strict):
     dir: str | None = None                      # default: runs/<name>
     formats: list[Literal["parquet", "csv"]] = ["parquet"]   # add csv for CSV copies (`--csv`)
+    # lean: each host's rendezvous_start and confirmed (steps no table reads) are not recorded,
+    # its join, rank, workers and leaving are: a frontier run's events table a third smaller
+    events: Literal["all", "lean"] = "all"   # which of each host's round events the table keeps
 
 
 

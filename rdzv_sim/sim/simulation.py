@@ -15,7 +15,7 @@ from ..incidents import logged, replay_plan
 from ..protocols.configure import protocol_for
 from ..scenario.schema import Scenario
 from ..scenario.timeline import late_starts, timeline
-from ..trace import RunStats, Tracer
+from ..trace import STEPS, RunStats, Tracer
 from . import faults, network
 from .network import Network
 from .node import SimNode
@@ -80,7 +80,7 @@ class Simulation:
             graph.add_edge("launcher", "spine0" if topo.kind == "racks" else "switch",
                            latency=topo.link_latency)
         self.net = Network(env, graph, store_host, topo.jitter, rng_net)
-        self.trace = Tracer()
+        self.trace = Tracer(STEPS if sc.outputs.events == "lean" else ())
         if st.kind == "replicated":             # the store section is the store's service model
             self.store = ReplicatedStore(env, self.net, members, st, st.commit_time,
                                          st.election_timeout, np.random.default_rng(seeds[4]), self.trace)
