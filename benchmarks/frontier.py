@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from bench_io import environment, write
 
@@ -63,11 +65,19 @@ def child(name: str, overrides: list[str], report: bool) -> dict:
             "interruptions": None if r.interruptions is None else int(len(r.interruptions))}
 
 
-def one(label: str, name: str, overrides: list[str], report: bool, timeout: float) -> dict:
+def one(label: str, name: str, overrides: list[str], report: bool, timeout: float,
+        root: Path | None = None) -> dict:
+    """One run in a process of its own; `root`: a checkout of another commit to run instead
+    (its own benchmark's child, its own package)."""
     t = time.perf_counter()
+    script, env = __file__, None
+    if root is not None:
+        script, env = str(root / "benchmarks" / "frontier.py"), os.environ | {"PYTHONPATH": str(root)}
+        overrides = [o for o in overrides if not o.startswith("outputs.events=")]   # newer than it
     try:
-        p = subprocess.run([sys.executable, __file__, "--child", name, json.dumps(overrides),
-                            str(int(report))], capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run([sys.executable, script, "--child", name, json.dumps(overrides),
+                            str(int(report))], capture_output=True, text=True, timeout=timeout,
+                           env=env)
         out = next((json.loads(x[7:]) for x in p.stdout.splitlines() if x.startswith("RESULT ")), None)
         row = out or {"error": (p.stderr.strip().splitlines() or ["no result"])[-1][:300]}
     except subprocess.TimeoutExpired:
@@ -95,8 +105,9 @@ def report(out: dict) -> str:
          "(HTML and figures). `python benchmarks/frontier.py`.", "",
          *([out["note"], ""] if out.get("note") else []),
          "| run | hosts | days | rounds | set-up s | simulate s | tables s | report s | total s | "
-         "µs per host-round (simulate + tables) | peak GB | ETTR | before: total s, peak GB |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "µs per host-round (simulate + tables) | peak GB | ETTR | before: total s, peak GB | "
+         f"{out.get('against') or 'against'}, same run: total s, peak GB, its time / ours |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     # the latest measurement of each row (a re-measured row's label says 'after ...: <row>')
     before = {r["label"].split(": ")[-1]: r for r in (out.get("before") or {}).get("rows", [])
               if "error" not in r}
@@ -105,7 +116,7 @@ def report(out: dict) -> str:
         return r["setup_s"] + r["simulate_s"] + r["tables_s"] + (r["report_s"] or 0)
     for r in rows:
         if "error" in r:
-            L.append(f"| {r['label']} | {r.get('hosts', '')} | {r.get('days', '')} | | | | | | | | | {r['error']} | |")
+            L.append(f"| {r['label']} | {r.get('hosts', '')} | {r.get('days', '')} | | | | | | | | | {r['error']} | | |")
             continue
         b = before.get(r["label"])
         was = f"{total(b):.1f}, {b['rss_gb']:.2f}" if b else ""
@@ -113,12 +124,22 @@ def report(out: dict) -> str:
         tot = r["setup_s"] + r["simulate_s"] + r["tables_s"] + (r["report_s"] or 0)
         per = (f"{(r['simulate_s'] + r['tables_s']) / (r['hosts'] * r['rounds']) * 1e6:.0f}"
                if r.get("hosts") and r["rounds"] else "")
+        vs = r.get("against") or {}
+        if vs.get("error"):
+            vs = vs["error"]
+        elif vs:
+            vs = f"{total(vs):.1f}, {vs['rss_gb']:.2f}, {total(vs) / tot:.2f}x"
         L.append(f"| {r['label']} | {r.get('hosts', '')} | {r.get('days', '')} | {r['rounds']:,} | "
                  f"{r['setup_s']:.1f} | {r['simulate_s']:.1f} | {r['tables_s']:.1f} | {rep} | "
-                 f"{tot:.1f} | {per} | {r['rss_gb']:.2f} | {r['ettr']:.3f} | {was} |")
+                 f"{tot:.1f} | {per} | {r['rss_gb']:.2f} | {r['ettr']:.3f} | {was} | {vs or ''} |")
     if before:
         L += ["", f"'before': the same rows at commit {out['before'].get('commit', '?')} "
               f"({out['before'].get('date', '?')}), from the JSON this run replaced."]
+    if out.get("against"):
+        L += ["", f"'{out['against']}, same run': those rows on commit {out['against']} too, each "
+              "right after ours on the same machine (`--against`): this machine's speed drifts "
+              "by a third over hours, the ratio holds. Rows there keep every host event (lean "
+              "tables came later)."]
     L += ["", "Growth (log-log slope of wall time; 1 is linear). More hosts fail more often, so a "
           "day of a bigger job has more rounds: the slope in hosts x rounds is the one the "
           "project promises to keep at 1.", ""]
@@ -176,6 +197,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--render", action="store_true", help="rewrite the report from its JSON")
+    ap.add_argument("--against", metavar="COMMIT",
+                    help="run the rows marked for it on COMMIT too, each right after this code's")
     a = ap.parse_args()
     if a.render:
         from bench_io import read
@@ -189,22 +212,36 @@ def main() -> None:
         return
     grid = [(2048, 1), (4096, 1)] if a.quick else [(2048, 1), (4096, 1), (12288, 1), (32768, 1),
                                                    (2048, 7), (12288, 7)]
+    base = None
+    if a.against:
+        base = Path(tempfile.mkdtemp(prefix="frontier-against-")) / "tree"
+        subprocess.run(["git", "worktree", "add", "--detach", str(base), a.against], check=True,
+                       capture_output=True, cwd=Path(__file__).parent)
     rows = []
+
+    def run(label, name, overrides, report, extra, against=False):
+        r = one(label, name, overrides, report, a.timeout) | extra
+        if base is not None and against:       # the same row on the other commit, at once
+            b = one(label, name, overrides, report, a.timeout, root=base)
+            r["against"] = {k: b.get(k) for k in ("setup_s", "simulate_s", "tables_s", "report_s",
+                                                   "rss_gb", "events", "error")}
+        rows.append(r)
     for hosts, days in grid:
-        r = one(f"hrw {hosts:,} x {days} d", "frontier-100k", sets(hosts, days), hosts <= 12288,
-                a.timeout)
-        rows.append(r | {"hosts": hosts, "days": days})
+        run(f"hrw {hosts:,} x {days} d", "frontier-100k", sets(hosts, days), hosts <= 12288,
+            {"hosts": hosts, "days": days}, against=hosts == 12288)
     if not a.quick:
         # the frontier scenarios keep lean events tables (outputs.events): the same week with
         # every host's steps, for what that costs
-        r = one("hrw 12,288 x 7 d, all events", "frontier-100k",
-                sets(12288, 7) + ["outputs.events=all"], True, a.timeout)
-        rows.append(r | {"hosts": 12288, "days": 7})
+        run("hrw 12,288 x 7 d, all events", "frontier-100k", sets(12288, 7) + ["outputs.events=all"],
+            True, {"hosts": 12288, "days": 7})
         for label, name, o, days in (("c10d 2,048 x 1 d", "frontier-100k", sets(2048, 1, "c10d"), 1),
                                      ("llama3-54d", "llama3-54d", ["fidelity=aggregate"], 54),
                                      ("c10d-2048-crash (per operation)", "c10d-2048-crash", [], round(2400 / DAY, 3)),
                                      ("byterobust-9600", "byterobust-9600", [], 90)):
-            rows.append(one(label, name, o, True, a.timeout) | {"days": days})
+            run(label, name, o, True, {"days": days}, against=label != "c10d 2,048 x 1 d")
+    if base is not None:
+        subprocess.run(["git", "worktree", "remove", "--force", str(base)], capture_output=True,
+                       cwd=Path(__file__).parent)
     hrw = [r for r in rows if r["label"].startswith("hrw") and "all events" not in r["label"]]
     for r in hrw:
         if "error" not in r:
@@ -223,7 +260,7 @@ def main() -> None:
         previous.pop("before", None)
     except (OSError, ValueError):
         previous = None
-    out = environment(rows=rows, exponents=exps, before=previous)
+    out = environment(rows=rows, exponents=exps, before=previous, against=a.against)
     write("frontier", out, report(out))
     print(report(out))
 

@@ -76,7 +76,8 @@ class Placement:
         only the new nodes hashed) share. Ids and bytes are object arrays: deriving a
         placement of 10^4 nodes moves pointers, with no Python per node."""
         order = np.argsort(hashes, kind="stable")
-        self._exact_ties = len(np.unique(hashes)) != len(hashes)   # 64-bit collision:
+        ranked = hashes[order]
+        self._exact_ties = bool((ranked[1:] == ranked[:-1]).any())   # 64-bit collision:
         if self._exact_ties:                                        # sort exactly
             order = np.array(sorted(range(len(ids)), key=lambda i: (int(hashes[i]), raw[i])),
                              dtype=np.intp)
@@ -84,7 +85,7 @@ class Placement:
         self._ids_arr = ids[order]
         self._raw_arr = raw[order]
         self._nodes_t = None            # the ids as a tuple, built when first asked
-        self._hashes = hashes[order]
+        self._hashes = ranked if not self._exact_ties else hashes[order]
         self._given = None if ws is None else ws[order]
         # equal weights own exactly as unweighted (spec), so they take the faster path
         self._weights = (None if ws is None or (len(ws) and (ws == ws[0]).all())

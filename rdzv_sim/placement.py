@@ -48,7 +48,7 @@ def fair_share_moved(k: int, before: set, after: set) -> int:
 
 def ranked_by_round(events: pd.DataFrame) -> dict:
     """Round -> {name: node rank} of those that learned their rank in it, in rank order."""
-    ranked = events[events["event"] == "rank_assigned"]
+    ranked = events.loc[(events["event"] == "rank_assigned").to_numpy(), ["node", "round", "rank"]]
     rnd, rank = ranked["round"].to_numpy(dtype=np.int64), ranked["rank"].to_numpy(dtype=np.int64)
     order = np.lexsort((rank, rnd))                       # by round, then rank (stable)
     rnd, rank = rnd[order], rank[order].tolist()

@@ -51,9 +51,9 @@ def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
         return None
     t0, node, kind = float(ev["t"].iloc[0]), str(ev["node"].iloc[0]), str(ev["event"].iloc[0])[6:]
     out = [f"The first fault: {node} {kind.replace('_', ' ')} at t = {t0:,.1f} s."]
-    left = events[(events["event"] == "round_left") & (events["t"] >= t0)]
+    left = events["t"].to_numpy()[((events["event"] == "round_left") & (events["t"] >= t0)).to_numpy()]
     if len(left):
-        t1 = float(left["t"].iloc[0])
+        t1 = float(left[0])
         out.append(f"The round's members left it at {t1:,.1f} s ({span(t1 - t0)} later).")
     before = rounds[rounds["end"] <= t0]
     after = rounds[rounds["end"] > t0]

@@ -27,9 +27,12 @@ def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
     pairs = pd.DataFrame({"node": started["node"].array, "round": started["round"].to_numpy(),
                           "rank": started["rank"].to_numpy(), "t0": t0.to_numpy()})
     pairs = pairs.sort_values("t0", kind="stable")
-    stops = ev.loc[ev["event"].isin(STOPS), ["t", "node", "event", "detail"]]
+    # the stops' details stay in the events table (a long run has millions): each row's
+    # position is carried, and only the few that end a round are read
+    is_stop = ev["event"].isin(STOPS).to_numpy()
+    stops = ev.loc[is_stop, ["t", "node", "event"]]
     stops = stops.rename(columns={"t": "stop", "event": "stop_event"})
-    stops = stops.assign(key=stops["stop"]).sort_values("stop", kind="stable")
+    stops = stops.assign(key=stops["stop"], row=np.flatnonzero(is_stop)).sort_values("stop", kind="stable")
     m = pd.merge_asof(pairs, stops, left_on="t0", right_on="key", by="node", direction="forward",
                       allow_exact_matches=True)
     # each round's members in rank order, then one pass of numpy per round (no groupby frames)
@@ -39,7 +42,8 @@ def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
     stop = m["stop"].to_numpy(dtype=float, na_value=np.nan)
     nodes = m["node"].to_numpy(dtype=object)
     what = m["stop_event"].to_numpy(dtype=object)
-    det = m["detail"].to_numpy(dtype=object)
+    row = m["row"].to_numpy(dtype=float, na_value=np.nan)
+    details = ev["detail"]
     cuts = (np.flatnonzero(np.diff(rnd)) + 1).tolist()
     rows = []
     for s, e in zip([0, *cuts], [*cuts, len(rnd)]):
@@ -54,7 +58,8 @@ def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
             # a crash names the cause; else the first stop's own reason
             pick = next(j for j in first if what[j] == "fault_crash") if crashed else first[0]
             end = str(what[pick])
-            d = json.loads(det[pick]) if isinstance(det[pick], str) and det[pick] else {}
+            text = details.iat[int(row[pick])]
+            d = json.loads(text) if isinstance(text, str) and text else {}
             reason = str(d.get("cause", d.get("reason", "")))
         if t1 <= t0_:
             continue
