@@ -138,8 +138,8 @@ def report(out: dict) -> str:
     if out.get("against"):
         L += ["", f"'{out['against']}, same run': those rows on commit {out['against']} too, each "
               "right after ours on the same machine (`--against`): this machine's speed drifts "
-              "by a third over hours, the ratio holds. Rows there keep every host event (lean "
-              "tables came later)."]
+              "by up to a third between runs minutes apart, so only such pairs compare. Rows "
+              "there keep every host event (lean tables came later)."]
     L += ["", "Growth (log-log slope of wall time; 1 is linear). More hosts fail more often, so a "
           "day of a bigger job has more rounds: the slope in hosts x rounds is the one the "
           "project promises to keep at 1.", ""]
@@ -159,7 +159,9 @@ def report(out: dict) -> str:
                  f"{week['rss_gb']:.1f} GB, with the lean events table frontier-100k keeps "
                  f"({week['events'] / 1e6:.0f} million rows)"
                  + (f"; {total(full):.0f} s and {full['rss_gb']:.1f} GB with every host's steps "
-                    f"({full['events'] / 1e6:.0f} million rows)" if full else "")
+                    f"({full['events'] / 1e6:.0f} million rows, run minutes later: compare the "
+                    "two by rows and memory, their times by the pairs in the last column)"
+                    if full else "")
                  + ("." if ok else ". What is left is linear but large: the events table holds "
                     "rows per host and round, and reaching the target needs rounds recorded per "
                     "round, not per host."))
