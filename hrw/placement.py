@@ -235,7 +235,7 @@ class Placement:
                              np.concatenate([self._hashes, hashes]), ws)
 
     def without(self, nodes: Iterable) -> "Placement":
-        """A new placement with `nodes` removed; no node is hashed again."""
+        """A new placement with `nodes` removed; only they are hashed (to find them)."""
         nodes = list(nodes)
         raw = _id_bytes(nodes)
         # found by hash (no index of every node built), checked by id bytes

@@ -88,8 +88,10 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
             if p == "hrw":
                 if assignment is None:
                     assignment = Assignment(keys, Placement(names, seed=seed))
-                else:                       # the last round's placement, changed: only the
-                    members = set(names)    # newcomers hashed
+                else:
+                    # the last round's placement without who left, with who came: only the
+                    # newcomers are hashed
+                    members = set(names)
                     placement = assignment.placement
                     gone = sorted(prev_members - members)
                     if len(gone) == len(placement):

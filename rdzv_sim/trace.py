@@ -148,8 +148,7 @@ class Tracer:
             if rnd > self.max_round:
                 self.max_round = rnd
         if event in self.leave_out:
-            if self.listeners:
-                self.listeners = [f for f in self.listeners if not f(t, node, event, rnd, detail)]
+            self._tell(t, node, event, rnd, detail)
             return
         self.t.append(t)
         self.node.append(self._ix(self._name_ix, self.names, node))
@@ -160,6 +159,10 @@ class Tracer:
         if detail:
             self.detail_buf += _encode(detail).encode()
         self.detail_end.append(len(self.detail_buf))
+        self._tell(t, node, event, rnd, detail)
+
+    def _tell(self, t, node, event, rnd, detail) -> None:
+        """The listeners hear every single event, kept or not, until one says it is done."""
         if self.listeners:
             self.listeners = [f for f in self.listeners if not f(t, node, event, rnd, detail)]
 
@@ -184,7 +187,8 @@ class Tracer:
             self.max_round = max(self.max_round, rnd)
         if event in self.leave_out:
             return
-        ix = nodes if isinstance(nodes, np.ndarray) else self.codes(nodes)
+        ix = (nodes if isinstance(nodes, np.ndarray) and nodes.dtype.kind in "iu"
+              else self.codes(nodes))
         t = np.full(n, t, np.float64) if np.ndim(t) == 0 else np.asarray(t, np.float64)
         if fields is not None:
             detail = render_details(n, fields)
