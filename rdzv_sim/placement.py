@@ -10,6 +10,7 @@ placement that keeps HRW's owners must move, and what a minimal one moves exactl
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -32,36 +33,70 @@ class Ring:
 
     def owners(self, members, key_hashes: np.ndarray) -> np.ndarray:
         """Each key's owner on the ring of `members` alone."""
+        return self.names[self.owner_indexes([self.index[m] for m in members], key_hashes)]
+
+    def owner_indexes(self, members: np.ndarray, key_hashes: np.ndarray) -> np.ndarray:
+        """Each key's owner (an index into `hosts`) on the ring of `members` (indexes)."""
         on = np.zeros(len(self.hosts), dtype=bool)
-        on[[self.index[m] for m in members]] = True
+        on[members] = True
         keep = on[self.owner]
         points, owner = self.points[keep], self.owner[keep]
-        return self.names[owner[np.searchsorted(points, key_hashes) % len(points)]]
+        return owner[np.searchsorted(points, key_hashes) % len(points)]
 
 
 def fair_share_moved(k: int, before: set, after: set) -> int:
+    return _fair_share(k, len(before), len(after), len(before - after), len(after - before))
+
+
+def _fair_share(k: int, before: int, after: int, left: int, joined: int) -> int:
     if not before or not after:
         return 0
-    left, joined = len(before - after), len(after - before)
-    return math.ceil(k * max(left / len(before), joined / len(after)))
+    return math.ceil(k * max(left / before, joined / after))
 
 
-def ranked_by_round(events: pd.DataFrame) -> dict:
-    """Round -> {name: node rank} of those that learned their rank in it, in rank order."""
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class Ranked:
+    """The rank_assigned events by round: each round's nodes (codes into `names`) and their
+    node ranks, in rank order; a node once, at its last rank. Codes, not names: a frontier
+    round has 10^4 members, and sets of names cost a Python object each."""
+    names: np.ndarray                 # node labels (object)
+    rounds: dict                      # round -> (codes, ranks)
+
+    def of(self, rnd) -> tuple[np.ndarray, np.ndarray]:
+        return self.rounds.get(int(rnd), (_NONE, _NONE))
+
+
+def ranked_by_round(events: pd.DataFrame) -> Ranked:
+    """Every round's nodes that learned their rank in it, in rank order (`Ranked`)."""
+    from .trace import label_codes
     ranked = events.loc[(events["event"] == "rank_assigned").to_numpy(), ["node", "round", "rank"]]
+    codes, names = label_codes(ranked["node"])
     rnd, rank = ranked["round"].to_numpy(dtype=np.int64), ranked["rank"].to_numpy(dtype=np.int64)
     order = np.lexsort((rank, rnd))                       # by round, then rank (stable)
-    rnd, rank = rnd[order], rank[order].tolist()
-    nodes = ranked["node"].to_numpy(dtype=object)[order].tolist()
+    rnd, rank, codes = rnd[order], rank[order], codes[order].astype(np.int64)
     cuts = np.flatnonzero(np.diff(rnd)) + 1
-    starts, ends = [0, *cuts.tolist()], [*cuts.tolist(), len(rnd)]
-    return {int(rnd[a]): dict(zip(nodes[a:b], rank[a:b])) for a, b in zip(starts, ends) if b > a}
+    out = {}
+    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rnd)]):
+        if b == a:
+            continue                                      # no rank at all
+        c, r = codes[a:b], rank[a:b]
+        if len(np.unique(c)) < len(c):                    # a node twice: first place, last rank
+            _, first = np.unique(c, return_index=True)
+            _, last = np.unique(c[::-1], return_index=True)
+            o = np.argsort(first, kind="stable")
+            c, r = c[first][o], r[len(c) - 1 - last][o]
+        out[int(rnd[a])] = (c, r)
+    return Ranked(names, out)
 
 
 def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies,
-                vnodes: int = 64, seed: int = 0, ranked: dict | None = None) -> pd.DataFrame:
+                vnodes: int = 64, seed: int = 0, ranked: Ranked | None = None) -> pd.DataFrame:
     """Columns shards_moved_<policy>, shards_moved_fair_share and (with hrw) shards_moved_needed
-    for each completed round, in order."""
+    for each completed round, in order. A round's members are its ranked nodes, as codes: who
+    left and who came are set differences of sorted integers."""
     out = {f"shards_moved_{p}": [] for p in policies}
     out["shards_moved_fair_share"] = []
     if "hrw" in policies:
@@ -72,70 +107,76 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
         return pd.DataFrame({k: [0] for k in out}, index=rounds.index)
     keys = np.arange(count)
     kh = kernels.hash_keys(keys, seed)
-    by_round = ({} if "modulo" not in policies else
-                ranked if ranked is not None else ranked_by_round(events))
-    split = [m.split(",") for m in rounds["members"]]
-    hosts = sorted({n for names in split for n in names})
-    ring = Ring(hosts, vnodes, seed) if "ring" in policies else None
+    ranked = ranked_by_round(events) if ranked is None else ranked
+    names = ranked.names
+    members = [np.unique(ranked.of(rnd)[0]) for rnd in rounds["round"]]
+    seen = np.unique(np.concatenate(members))
+    hosts = names[seen].tolist()
+    ring, on_ring = None, None
+    if "ring" in policies:
+        ring = Ring(hosts, vnodes, seed)
+        on_ring = np.full(len(names), -1, dtype=np.int64)
+        on_ring[seen] = [ring.index[n] for n in hosts]
     by_name = "hrw" in policies and len(np.unique(kernels.hash_keys(hosts, seed))) < len(hosts)
-    prev_members: set | None = None
+    prev_codes = None
     prev: dict[str, np.ndarray] = {}
     assignment = None
-    for rnd, names in zip(rounds["round"], split):
-        by_rank = list(by_round.get(rnd, {}))
+    for rnd, now_codes in zip(rounds["round"], members):
+        gone = new = _NONE
+        if prev_codes is not None:
+            gone = np.setdiff1d(prev_codes, now_codes, assume_unique=True)
+            new = np.setdiff1d(now_codes, prev_codes, assume_unique=True)
         now: dict[str, np.ndarray] = {}
         for p in policies:
             if p == "hrw":
-                if assignment is None:
-                    assignment = Assignment(keys, Placement(names, seed=seed))
+                if assignment is None or len(gone) == len(assignment.placement):
+                    placement = Placement(names[now_codes].tolist(), seed=seed)
                 else:
                     # the last round's placement without who left, with who came: only the
                     # newcomers are hashed
-                    members = set(names)
                     placement = assignment.placement
-                    gone = sorted(prev_members - members)
-                    if len(gone) == len(placement):
-                        placement = Placement(names, seed=seed)
-                    else:
-                        placement = placement.without(gone) if gone else placement
-                        placement = placement.with_nodes(sorted(members - prev_members))
+                    placement = placement.without(names[gone].tolist()) if len(gone) else placement
+                    placement = placement.with_nodes(names[new].tolist())
+                if assignment is None:
+                    assignment = Assignment(keys, placement)
+                else:
                     assignment.update(placement)
                 now["hrw_hashes"] = assignment.owner_hashes()
                 # an owner is its node hash (uint64: no Python object a key), its name only
                 # when two of the run's hosts' hashes collide
                 now[p] = assignment.owners() if by_name else now["hrw_hashes"]
             elif p == "modulo":
-                now[p] = np.asarray(by_rank, dtype=object)[keys % len(by_rank)]
+                by_rank = names[ranked.of(rnd)[0]]
+                now[p] = by_rank[keys % len(by_rank)]
             else:
-                now[p] = ring.owners(names, kh)
+                now[p] = ring.owner_indexes(on_ring[now_codes], kh)
             moved = 0 if p not in prev else int((prev[p] != now[p]).sum())
             out[f"shards_moved_{p}"].append(moved)
-        out["shards_moved_fair_share"].append(fair_share_moved(count, prev_members or set(), set(names)))
+        before = 0 if prev_codes is None else len(prev_codes)
+        out["shards_moved_fair_share"].append(_fair_share(count, before, len(now_codes),
+                                                          len(gone), len(new)))
         if "hrw" in policies:
             if "hrw" in prev:
                 # by node hash (uint64), not name: np.isin over strings sorts Python objects
-                newcomers = kernels.hash_keys(sorted(set(names) - prev_members), seed)
-                gone = kernels.hash_keys(sorted(prev_members - set(names)), seed)
-                need = np.isin(prev["hrw_hashes"], gone) | np.isin(now["hrw_hashes"], newcomers)
+                newcomers = kernels.hash_keys(names[new].tolist(), seed)
+                left = kernels.hash_keys(names[gone].tolist(), seed)
+                need = np.isin(prev["hrw_hashes"], left) | np.isin(now["hrw_hashes"], newcomers)
                 out["shards_moved_needed"].append(int(need.sum()))
             else:
                 out["shards_moved_needed"].append(0)
-        prev, prev_members = now, set(names)
+        prev, prev_codes = now, now_codes
     return pd.DataFrame(out, index=rounds.index)
 
 
-def rank_changes(rounds: pd.DataFrame, ranked: dict) -> pd.DataFrame:
+def rank_changes(rounds: pd.DataFrame, ranked: Ranked) -> pd.DataFrame:
     """Columns ranks_changed (members of this round and the one before whose node rank is not
     the same) and rank0_moved (1 when rank 0 is another host than before) per completed round;
-    `ranked` is `ranked_by_round(events)`. Ranks are looked up in an array by node number: one
+    `ranked` is `ranked_by_round(events)`. Ranks are looked up in an array by node code: one
     numpy pass a round, no Python per member."""
-    ids = {n: i for i, n in enumerate({n for now in ranked.values() for n in now})}
-    prev_rank = np.full(len(ids), -1, dtype=np.int64)
+    prev_rank = np.full(len(ranked.names), -1, dtype=np.int64)
     changed, moved, prev_ix, prev_zero = [], [], None, None
     for rnd in rounds["round"]:
-        now = ranked.get(rnd, {})
-        ix = np.fromiter(map(ids.__getitem__, now), np.int64, len(now))
-        rk = np.fromiter(now.values(), np.int64, len(now))
+        ix, rk = ranked.of(rnd)
         zero = ix[rk == 0].tolist()
         if prev_ix is None:
             changed.append(0)

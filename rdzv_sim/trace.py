@@ -53,6 +53,15 @@ def labels_of(codes: np.ndarray, values: list[str]) -> pd.Categorical:
     small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
     return pd.Categorical.from_codes(remap[codes].astype(small),
                                      pd.Index([values[i] for i in order], dtype="str"))
+def label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A node or event column's codes and labels (object): a categorical's own (a run's
+    tables), else factorized in sorted order (a table read from CSV)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(), np.asarray(col.cat.categories, dtype=object)
+    codes, labels = pd.factorize(col.astype(str), sort=True)
+    return codes, np.asarray(labels, dtype=object)
+
+
 # one encoder for every detail (json.dumps with options builds a new encoder per call)
 _encode = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 

@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..trace import label_codes  # noqa: E402
+
 PER_NODE_LIMIT = 64          # above this many nodes the timeline is aggregated
 DPI = 80
 
@@ -29,14 +31,6 @@ SPAN_EVENTS = ("node_start", "workers_started", "round_left", "fault_crash", "ag
 _KIND = {"node_start": 0, "workers_started": 1, "round_left": 2, "fault_crash": 3, "agent_exit": 3}
 
 
-def _labels(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """A column's codes and labels: a categorical's own (a run's tables), else factorized."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        return col.cat.codes.to_numpy(), np.asarray(col.cat.categories, dtype=object)
-    codes, labels = pd.factorize(col.astype(str), sort=True)
-    return codes, np.asarray(labels, dtype=object)
-
-
 def spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """When each host was up (node, t0, t1) and when its workers ran (node, t0, t1, round).
 
@@ -45,8 +39,8 @@ def spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataFrame]
     (a second start before a stop replaces the first). What is still open ends at `end`. One
     numpy pass over the hosts' events sorted by host, whatever their number."""
     ev = events.loc[events["event"].isin(SPAN_EVENTS).to_numpy(), ["t", "node", "event", "round"]]
-    codes, names = _labels(ev["node"])
-    ev_codes, ev_names = _labels(ev["event"])
+    codes, names = label_codes(ev["node"])
+    ev_codes, ev_names = label_codes(ev["event"])
     kind = np.array([_KIND.get(e, -1) for e in ev_names], dtype=np.int8)[ev_codes]
     t = ev["t"].to_numpy(dtype=float)
     rnd = ev["round"].to_numpy(dtype=object)

@@ -1,0 +1,41 @@
+"""The placement columns read each round's ranked nodes as codes: the same answers as names."""
+import numpy as np
+import pandas as pd
+
+from rdzv_sim.placement import rank_changes, ranked_by_round, shard_moves
+
+
+def events(rows):
+    return pd.DataFrame(rows, columns=["node", "round", "rank"]).assign(event="rank_assigned")
+
+
+def test_a_node_ranked_twice_in_a_round_keeps_its_first_place_and_last_rank():
+    ev = events([("b", 0, 1), ("a", 0, 0), ("c", 1, 0), ("a", 1, 2), ("b", 1, 1), ("a", 1, 3)])
+    r = ranked_by_round(ev)
+    assert {rnd: dict(zip(r.names[c].tolist(), k.tolist())) for rnd, (c, k) in r.rounds.items()} == \
+        {0: {"a": 0, "b": 1}, 1: {"c": 0, "b": 1, "a": 3}}
+
+
+def test_moves_by_codes_match_the_sets_of_names():
+    """Three rounds: one host leaves, then two come (one of them back). Each policy's moves are
+    the keys whose owner differs, counted here from owners computed name by name."""
+    from hrw import Placement
+    from rdzv_sim.placement import Ring
+    ranks = [["h0", "h1", "h2", "h3"], ["h0", "h2", "h3"], ["h3", "h1", "h0", "h4", "h2"]]
+    ev = events([(n, i, k) for i, order in enumerate(ranks) for k, n in enumerate(order)])
+    rounds = pd.DataFrame({"round": [0, 1, 2], "members": [",".join(sorted(o)) for o in ranks]})
+    got = shard_moves(rounds, ev, 500, ["hrw", "modulo", "ring"], vnodes=8)
+    keys = np.arange(500)
+    ring = Ring({n for o in ranks for n in o}, 8)
+    from hrw import kernels
+    kh = kernels.hash_keys(keys)
+    owners = {"hrw": [Placement(o).owners(keys) for o in ranks],
+              "modulo": [np.asarray(o, dtype=object)[keys % len(o)] for o in ranks],
+              "ring": [ring.owners(o, kh) for o in ranks]}
+    for p, per_round in owners.items():
+        want = [0] + [int((a != b).sum()) for a, b in zip(per_round, per_round[1:])]
+        assert got[f"shards_moved_{p}"].tolist() == want, p
+    assert got["shards_moved_fair_share"].tolist() == [0, 125, 200]   # ceil(500/4), ceil(500*2/5)
+    ch = rank_changes(rounds, ranked_by_round(ev))
+    assert ch["ranks_changed"].tolist() == [0, 2, 3]     # h2, h3 move up; then h3, h0, h2 again
+    assert ch["rank0_moved"].tolist() == [0, 0, 1]
