@@ -387,27 +387,47 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
         ra = pd.merge_asof(ra.astype({"t": float}).reset_index().sort_values("t"),
                            joins.assign(_joined=joins["t"]).sort_values("t"),
                            on="t", by="node", direction="backward").set_index("index").sort_index()
-    for rnd, grp in ra.groupby("round", sort=True):
-        rnd = int(rnd)
-        start = float(grp["_joined"].min()) if grp["_joined"].notna().any() else float(grp["t"].min())
-        ranks = np.sort(grp["rank"].to_numpy(dtype=np.int64))
-        nodes = grp["node"].tolist()
+    # one slice of numpy arrays a round (a frontier round has 10^4 members: no frame a group)
+    rnd_all = ra["round"].to_numpy(dtype=np.int64) if len(ra) else np.zeros(0, np.int64)
+    order = np.argsort(rnd_all, kind="stable")               # by round, in event order within
+    rnd_all = rnd_all[order]
+    t = ra["t"].to_numpy(dtype=float)[order]
+    joined = (ra["_joined"].to_numpy(dtype=float, na_value=np.nan)[order] if "_joined" in ra
+              else np.full(len(t), np.nan))
+    codes, labels = label_codes(ra["node"])
+    codes = codes[order]
+    names_sorted = pd.Index(labels).is_monotonic_increasing
+    rank = ra["rank"].to_numpy(dtype=np.int64)[order] if len(ra) else np.zeros(0, np.int64)
+    ws = ra["world_size"].to_numpy(dtype=float, na_value=np.nan)[order]
+    digest = np.asarray(ra["_digest"].to_numpy(), dtype=object)[order]
+    nn = np.asarray(ra["_nn"].to_numpy())[order]
+    cuts = (np.flatnonzero(np.diff(rnd_all)) + 1).tolist()
+    for s, e in zip([0, *cuts], [*cuts, len(rnd_all)]):
+        if e == s:
+            continue
+        rnd, n = int(rnd_all[s]), e - s
+        j = joined[s:e]
+        start = float(np.nanmin(j)) if (~np.isnan(j)).any() else float(t[s:e].min())
+        end_t = float(t[s:e].max())
+        members = np.unique(codes[s:e])
+        names = labels[members].tolist()
+        w = ws[s:e]
+        w = w[~np.isnan(w)]
         ops, nbytes = (round_ops or {}).get(rnd, (0, 0))
-        end_t = float(grp["t"].max())
         rows.append({
             "round": rnd,
             "start": start,
             "end": end_t,
             "latency": end_t - start,
-            "nnodes": len(set(nodes)),
-            "world_size": int(grp["world_size"].max()),
-            "members": ",".join(sorted(set(nodes))),
-            "consistent": bool(grp["_digest"].nunique(dropna=False) == 1
-                               and grp["_nn"].nunique(dropna=False) == 1
-                               and len(set(nodes)) == len(nodes)
-                               and np.array_equal(ranks, np.arange(len(grp)))
-                               and grp["_nn"].iloc[0] == len(grp)
-                               and grp["world_size"].nunique() == 1),
+            "nnodes": len(members),
+            "world_size": int(w.max()),
+            "members": ",".join(names if names_sorted else sorted(names)),
+            "consistent": bool(len(pd.unique(digest[s:e])) == 1
+                               and len(pd.unique(nn[s:e])) == 1
+                               and len(members) == n
+                               and np.array_equal(np.sort(rank[s:e]), np.arange(n))
+                               and nn[s] == n
+                               and len(np.unique(w)) == 1),
             "store_ops": int(ops),
             "store_bytes": int(nbytes),
         })
