@@ -44,11 +44,9 @@ class Ring:
         return owner[np.searchsorted(points, key_hashes) % len(points)]
 
 
-def fair_share_moved(k: int, before: set, after: set) -> int:
-    return _fair_share(k, len(before), len(after), len(before - after), len(after - before))
-
-
-def _fair_share(k: int, before: int, after: int, left: int, joined: int) -> int:
+def fair_share_moved(k: int, before: int, after: int, left: int, joined: int) -> int:
+    """What a balanced placement of `k` keys must move when `left` of `before` members leave
+    and `joined` of `after` come."""
     if not before or not after:
         return 0
     return math.ceil(k * max(left / before, joined / after))
@@ -153,8 +151,8 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
             moved = 0 if p not in prev else int((prev[p] != now[p]).sum())
             out[f"shards_moved_{p}"].append(moved)
         before = 0 if prev_codes is None else len(prev_codes)
-        out["shards_moved_fair_share"].append(_fair_share(count, before, len(now_codes),
-                                                          len(gone), len(new)))
+        out["shards_moved_fair_share"].append(fair_share_moved(count, before, len(now_codes),
+                                                               len(gone), len(new)))
         if "hrw" in policies:
             if "hrw" in prev:
                 # by node hash (uint64), not name: np.isin over strings sorts Python objects
