@@ -121,7 +121,7 @@ def report(out: dict) -> str:
         b = before.get(r["label"])
         was = f"{total(b):.1f}, {b['rss_gb']:.2f}" if b else ""
         rep = "-" if r["report_s"] is None else f"{r['report_s']:.1f}"
-        tot = r["setup_s"] + r["simulate_s"] + r["tables_s"] + (r["report_s"] or 0)
+        tot = total(r)
         per = (f"{(r['simulate_s'] + r['tables_s']) / (r['hosts'] * r['rounds']) * 1e6:.0f}"
                if r.get("hosts") and r["rounds"] else "")
         vs = r.get("against") or {}

@@ -59,7 +59,7 @@ class Assignment:
         return np.searchsorted(self.placement.node_hashes, self._owner)
 
     def owners(self) -> np.ndarray:
-        return self.placement._ids()[self.owner_indexes()]
+        return self.placement._ids_arr[self.owner_indexes()]
 
     def owner_hashes(self) -> np.ndarray:
         """Each key's owner as its node hash (uint64): cheap to compare across placements."""
@@ -82,9 +82,8 @@ class Assignment:
                 or (old._weights is None) != (new._weights is None)):
             self._recompute_all()          # weights of staying nodes changed: no shortcut
         else:
-            # who left and who came, by node hash: owners are kept as hashes, and a placement
-            # without exact ties has one node a hash
-            # (without exact ties each hash is once: no unique pass over 10^4 hashes a round)
+            # who left and who came, by node hash (owners are kept as hashes); without exact
+            # ties each hash is there once, and the sorted hashes need no unique pass
             once = not old._exact_ties
             self._apply_removals(np.setdiff1d(old.node_hashes, new.node_hashes, assume_unique=once))
             self._apply_additions(new, np.setdiff1d(new.node_hashes, old.node_hashes,

@@ -11,7 +11,7 @@ from collections.abc import Hashable, Iterable
 import numpy as np
 
 from . import kernels, spec
-from .placement import Placement
+from .placement import Placement, _id_bytes
 
 
 class KeyRanking:
@@ -39,9 +39,7 @@ class KeyRanking:
         known = self._score
         new = [n for n in dict.fromkeys(nodes) if n not in known]
         if new:
-            raw = ([n.encode("utf-8") for n in new] if all(type(n) is str for n in new)
-                   else [spec.to_bytes(n) for n in new])
-            s = kernels.fmix64_(kernels.hash_keys(raw, self.seed) ^ self._key_hash)
+            s = kernels.fmix64_(kernels.hash_keys(_id_bytes(new), self.seed) ^ self._key_hash)
             known.update(zip(new, s.tolist()))
         s = np.fromiter(map(known.__getitem__, nodes), np.uint64, len(nodes))
         if len(np.unique(s)) != len(s):

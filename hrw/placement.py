@@ -134,9 +134,6 @@ class Placement:
         except KeyError:
             raise KeyError(f"node {node!r} is not in this placement") from None
 
-    def _ids(self) -> np.ndarray:
-        return self._ids_arr
-
     def _check_k(self, k: int) -> int:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
             raise TypeError(f"k must be an int, got {type(k).__name__}")
@@ -209,7 +206,7 @@ class Placement:
 
     def owners(self, keys, k: int = 1) -> np.ndarray:
         """Owner ids of many keys (vectorised, chunked): shape (K,) for k=1, else (K, k)."""
-        return self._ids()[self.owner_indexes(keys, k)]
+        return self._ids_arr[self.owner_indexes(keys, k)]
 
     # --- changes -------------------------------------------------------------------
     def with_nodes(self, nodes: Iterable, weights=None) -> "Placement":
@@ -259,6 +256,6 @@ class Placement:
         if other.seed != self.seed:
             raise ValueError("placements with different seeds are not comparable")
         kh = kernels.hash_keys(keys, self.seed)
-        a = self._ids()[self.owner_indexes(keys, key_hashes=kh)]
-        b = other._ids()[other.owner_indexes(keys, key_hashes=kh)]
+        a = self._ids_arr[self.owner_indexes(keys, key_hashes=kh)]
+        b = other._ids_arr[other.owner_indexes(keys, key_hashes=kh)]
         return a != b

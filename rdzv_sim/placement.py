@@ -17,6 +17,8 @@ import pandas as pd
 
 from hrw import Assignment, Placement, kernels
 
+from .trace import label_codes, runs
+
 
 class Ring:
     """A consistent-hash ring with `vnodes` points per host (xxh3 of "host#i"), for every host a
@@ -69,17 +71,13 @@ class Ranked:
 
 def ranked_by_round(events: pd.DataFrame) -> Ranked:
     """Every round's nodes that learned their rank in it, in rank order (`Ranked`)."""
-    from .trace import label_codes
     ranked = events.loc[(events["event"] == "rank_assigned").to_numpy(), ["node", "round", "rank"]]
     codes, names = label_codes(ranked["node"])
     rnd, rank = ranked["round"].to_numpy(dtype=np.int64), ranked["rank"].to_numpy(dtype=np.int64)
     order = np.lexsort((rank, rnd))                       # by round, then rank (stable)
     rnd, rank, codes = rnd[order], rank[order], codes[order].astype(np.int64)
-    cuts = np.flatnonzero(np.diff(rnd)) + 1
     out = {}
-    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rnd)]):
-        if b == a:
-            continue                                      # no rank at all
+    for a, b in runs(rnd):
         c, r = codes[a:b], rank[a:b]
         if len(np.unique(c)) < len(c):                    # a node twice: first place, last rank
             _, first = np.unique(c, return_index=True)

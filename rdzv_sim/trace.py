@@ -53,6 +53,8 @@ def labels_of(codes: np.ndarray, values: list[str]) -> pd.Categorical:
     small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
     return pd.Categorical.from_codes(remap[codes].astype(small),
                                      pd.Index([values[i] for i in order], dtype="str"))
+
+
 def label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """A node or event column's codes and labels (object): a categorical's own (a run's
     tables), else factorized in sorted order (a table read from CSV)."""
@@ -60,6 +62,13 @@ def label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         return col.cat.codes.to_numpy(), np.asarray(col.cat.categories, dtype=object)
     codes, labels = pd.factorize(col.astype(str), sort=True)
     return codes, np.asarray(labels, dtype=object)
+
+
+def runs(keys: np.ndarray) -> list[tuple[int, int]]:
+    """(start, end) of each run of equal values in sorted `keys`: a numpy slice a group, where a
+    pandas groupby builds a frame each (a frontier round has 10^4 members)."""
+    cuts = (np.flatnonzero(np.diff(keys)) + 1).tolist()
+    return list(zip([0, *cuts], [*cuts, len(keys)])) if len(keys) else []
 
 
 # one encoder for every detail (json.dumps with options builds a new encoder per call)
@@ -401,10 +410,7 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
     ws = ra["world_size"].to_numpy(dtype=float, na_value=np.nan)[order]
     digest = np.asarray(ra["_digest"].to_numpy(), dtype=object)[order]
     nn = np.asarray(ra["_nn"].to_numpy())[order]
-    cuts = (np.flatnonzero(np.diff(rnd_all)) + 1).tolist()
-    for s, e in zip([0, *cuts], [*cuts, len(rnd_all)]):
-        if e == s:
-            continue
+    for s, e in runs(rnd_all):
         rnd, n = int(rnd_all[s]), e - s
         j = joined[s:e]
         start = float(np.nanmin(j)) if (~np.isnan(j)).any() else float(t[s:e].min())

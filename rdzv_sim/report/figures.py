@@ -31,7 +31,7 @@ SPAN_EVENTS = ("node_start", "workers_started", "round_left", "fault_crash", "ag
 _KIND = {"node_start": 0, "workers_started": 1, "round_left": 2, "fault_crash": 3, "agent_exit": 3}
 
 
-def spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+def host_spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """When each host was up (node, t0, t1) and when its workers ran (node, t0, t1, round).
 
     A host is up from a `node_start` (the first since it was last down) to a crash or its
@@ -79,8 +79,8 @@ def spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataFrame]
 
 def intervals(events: pd.DataFrame, end: float):
     """Per node: (start, stop) spans when its host was up, and (start, stop, round) spans when
-    its workers ran (`spans`, as lists)."""
-    up_df, run_df = spans(events, end)
+    its workers ran (`host_spans`, as lists)."""
+    up_df, run_df = host_spans(events, end)
     up, run = {}, {}
     for node, t0, t1 in zip(up_df["node"], up_df["t0"], up_df["t1"]):
         up.setdefault(node, []).append((t0, t1))
@@ -132,7 +132,7 @@ def _marks(ax, xs, **style) -> None:
 
 
 def _open_over_time(df: pd.DataFrame, end: float):
-    """Step function of how many of `spans`' rows are open."""
+    """Step function of how many of `host_spans`' rows are open."""
     return _steps(df["t0"], df["t1"], np.ones(len(df), dtype=np.int64), end)
 
 
@@ -155,7 +155,7 @@ def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes:
                    zorder=5, label="fault")
         ax.set_ylabel("host (grey: up; colour: round whose workers run)")
     else:
-        up, run = spans(events, duration)
+        up, run = host_spans(events, duration)
         t, c = _open_over_time(up, duration)
         ax.step(t, c, where="post", color="#888888", label="hosts up")
         t, c = _open_over_time(run, duration)
@@ -323,7 +323,7 @@ def overlay(runs: dict[str, pd.DataFrame], duration: float) -> bytes:
     """Hosts running a round over time, one line per trace (e.g. simulated and real)."""
     fig, ax = plt.subplots(figsize=(10, 3.2))
     for (label, ev), colour in zip(runs.items(), ("tab:blue", "tab:red", "tab:green")):
-        t, c = _open_over_time(spans(ev, duration)[1], duration)
+        t, c = _open_over_time(host_spans(ev, duration)[1], duration)
         ax.step(t, c, where="post", color=colour, label=f"{label}: hosts running a round")
         done = ev[ev["event"] == "rank_assigned"].groupby("round")["t"].max()
         ax.scatter(done.values, np.zeros(len(done)) - 0.15, marker="^", color=colour, s=25)

@@ -6,6 +6,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..trace import runs
+
 # events that end a member's training: it left the round, crashed, paused or its agent exited
 STOPS = ("round_left", "fault_crash", "agent_exit", "fault_pause")
 COLUMNS = ["round", "t0", "t1", "hosts", "members", "end", "reason", "crashed"]
@@ -44,9 +46,8 @@ def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
     what = m["stop_event"].to_numpy(dtype=object)
     row = m["row"].to_numpy(dtype=float, na_value=np.nan)
     details = ev["detail"]
-    cuts = (np.flatnonzero(np.diff(rnd)) + 1).tolist()
     rows = []
-    for s, e in zip([0, *cuts], [*cuts, len(rnd)]):
+    for s, e in runs(rnd):
         t0_ = float(t0s[s:e].max())
         st = stop[s:e]
         if np.isnan(st).all() or float(np.nanmin(st)) >= duration:

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 import rdzv_sim
-from rdzv_sim.report.figures import _open_over_time, spans, training_curve
+from rdzv_sim.report.figures import _open_over_time, host_spans, training_curve
 from rdzv_sim.scenario.load import bundled
 
 from golden.runs import SMALLER        # the golden runs' cuts of the big scenarios (tests/ is on sys.path)
@@ -42,7 +42,7 @@ def test_spans_follow_each_hosts_events():
                   "round_left", "workers_started", "fault_crash", "fault_crash", "node_start",
                   "agent_exit"],
         "round": [None, None, None, 0, 1, 1, 1, None, None, None, None]})
-    up, run = spans(ev, 20.0)
+    up, run = host_spans(ev, 20.0)
     assert sorted(map(tuple, up[["node", "t0", "t1"]].to_numpy().tolist())) == [
         ("a", 0.0, 8.0), ("a", 9.0, 20.0), ("b", 2.0, 7.0)]
     assert sorted(map(tuple, run[["node", "t0", "t1", "round"]].to_numpy().tolist())) == [
