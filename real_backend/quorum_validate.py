@@ -148,9 +148,8 @@ def measure_sim(result, cfg: TorchftRun) -> dict:
 def calibrated(sc, heal_s: float | None):
     """`sc` with its heal bandwidth taken from this machine's own heal (`heal_s`, the real
     run's healing quorum call), and that bandwidth; `sc` and None when the run shows none
-    (an asynchronous heal hides behind a step). The heal's length is the machine's (loopback
-    HTTP: about 200 MB/s beside a loaded test run, 850 idle); what is checked is what the
-    others do meanwhile."""
+    (an asynchronous heal hides behind a step). The heal's length is the machine's, and moves
+    with its load (docs/per-step.md); what is checked is what the others do meanwhile."""
     p = sc.protocol
     if not heal_s or not math.isfinite(heal_s) or heal_s <= 0 or not p.state_bytes:
         return sc, None

@@ -127,7 +127,7 @@ class Outputs(Strict):
     dir: str | None = None                      # default: runs/<name>
     formats: list[Literal["parquet", "csv"]] = ["parquet"]   # add csv for CSV copies (`--csv`)
     # lean: each host's rendezvous_start and confirmed (steps no table reads) are not recorded,
-    # its join, rank, workers and leaving are: a frontier run's events table a third smaller
+    # its join, rank, workers and leaving are (docs/simulating.md)
     events: Literal["all", "lean"] = "all"   # which of each host's round events the table keeps
 
 

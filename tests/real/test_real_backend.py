@@ -235,7 +235,8 @@ def test_gray_links_loss_then_flap_slow_but_do_not_break_the_round():
     and a flap during it fails the set-up, a re-rendezvous this test is not about.)"""
     started = {"after": "workers_started"}
     sc = scenario("real-gray", 30, [
-        {"kind": "loss", "nodes": [1], "at": 0, "duration": 12, "rate": 0.5, "rto": 0.1},
+        {"kind": "loss", "nodes": [1], "at": {"after": "rendezvous_start"}, "duration": 12,
+         "rate": 0.5, "rto": 0.1},
         {"kind": "flap", "nodes": [0], "at": {**started, "plus": 1}, "duration": 9, "period": 3, "down": 1}],
         nodes=2)
     sc["duration"] = 90
