@@ -11,9 +11,10 @@ from .assignment import Assignment, Change
 from .domains import failure_domains
 from .key_ranking import KeyRanking
 from .placement import Placement
+from .shortlist import Shortlist
 from .spec import hash64, ranking
 
 SPEC_VERSION = 1
 
-__all__ = ["Assignment", "Change", "KeyRanking", "Placement", "failure_domains", "hash64", "ranking",
+__all__ = ["Assignment", "Change", "KeyRanking", "Placement", "Shortlist", "failure_domains", "hash64", "ranking",
            "SPEC_VERSION"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hrw import Assignment, Placement, kernels
+from hrw import Shortlist, kernels
 
 from .trace import label_codes, runs
 
@@ -55,6 +55,12 @@ def fair_share_moved(k: int, before: int, after: int, left: int, joined: int) ->
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+
+
+def _mask(size: int, at: np.ndarray) -> np.ndarray:
+    on = np.zeros(size, dtype=bool)
+    on[at] = True
+    return on
 
 
 @dataclass
@@ -113,10 +119,14 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
         ring = Ring(hosts, vnodes, seed)
         on_ring = np.full(len(names), -1, dtype=np.int64)
         on_ring[seen] = [ring.index[n] for n in hosts]
-    by_name = "hrw" in policies and len(np.unique(kernels.hash_keys(hosts, seed))) < len(hosts)
+    shortlist, at = None, None
+    if "hrw" in policies:
+        # each key's best hosts of the whole run scored once; a round's owners are looked up
+        shortlist = Shortlist(keys, hosts, seed)
+        at = np.full(len(names), -1, dtype=np.int64)      # node code -> position in shortlist
+        at[seen] = [shortlist.universe.index_of(n) for n in hosts]
     prev_codes = None
     prev: dict[str, np.ndarray] = {}
-    assignment = None
     for rnd, now_codes in zip(rounds["round"], members):
         gone = new = _NONE
         if prev_codes is not None:
@@ -125,22 +135,9 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
         now: dict[str, np.ndarray] = {}
         for p in policies:
             if p == "hrw":
-                if assignment is None or len(gone) == len(assignment.placement):
-                    placement = Placement(names[now_codes].tolist(), seed=seed)
-                else:
-                    # the last round's placement without who left, with who came: only the
-                    # newcomers are hashed
-                    placement = assignment.placement
-                    placement = placement.without(names[gone].tolist()) if len(gone) else placement
-                    placement = placement.with_nodes(names[new].tolist())
-                if assignment is None:
-                    assignment = Assignment(keys, placement)
-                else:
-                    assignment.update(placement)
-                now["hrw_hashes"] = assignment.owner_hashes()
-                # an owner is its node hash (uint64: no Python object a key), its name only
-                # when two of the run's hosts' hashes collide
-                now[p] = assignment.owners() if by_name else now["hrw_hashes"]
+                # an owner is its host's position in the shortlist: distinct hosts, distinct
+                # owners, even when two hosts' hashes collide
+                now[p] = shortlist.owner_indexes(_mask(len(shortlist.nodes), at[now_codes]))
             elif p == "modulo":
                 by_rank = names[ranked.of(rnd)[0]]
                 now[p] = by_rank[keys % len(by_rank)]
@@ -153,10 +150,8 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
                                                                len(gone), len(new)))
         if "hrw" in policies:
             if "hrw" in prev:
-                # by node hash (uint64), not name: np.isin over strings sorts Python objects
-                newcomers = kernels.hash_keys(names[new].tolist(), seed)
-                left = kernels.hash_keys(names[gone].tolist(), seed)
-                need = np.isin(prev["hrw_hashes"], left) | np.isin(now["hrw_hashes"], newcomers)
+                size = len(shortlist.nodes)
+                need = _mask(size, at[gone])[prev["hrw"]] | _mask(size, at[new])[now["hrw"]]
                 out["shards_moved_needed"].append(int(need.sum()))
             else:
                 out["shards_moved_needed"].append(0)

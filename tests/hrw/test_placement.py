@@ -199,3 +199,48 @@ def test_derived_placements_equal_fresh_ones(nodes, data):
         assert list(got.owners(ks)) == list(want.owners(ks))
     with pytest.raises(ValueError, match="duplicate node ids"):
         base.with_nodes([nodes[0]])
+
+
+@settings(max_examples=40, deadline=None)
+@given(node_ids, st.data(), st.integers(1, 4), st.integers(0, 2**64 - 1))
+def test_shortlist_owns_as_a_placement_of_each_subset(nodes, data, depth, seed):
+    """Any subset, small ones too (the shortlist runs out and the subset is scored): the
+    owners a fresh Placement of that subset gives."""
+    from hrw import Shortlist
+    keys = np.arange(300)
+    sl = Shortlist(keys, nodes, seed=seed, depth=depth)
+    for _ in range(3):
+        subset = data.draw(st.lists(st.sampled_from(nodes), min_size=1, unique=True))
+        assert list(sl.owners(subset)) == list(Placement(subset, seed=seed).owners(keys))
+
+
+def test_shortlist_holds_when_two_node_hashes_collide(monkeypatch):
+    """A forced 64-bit collision: the twins' order is the placement's exact one."""
+    from hrw import Shortlist, kernels
+    real = kernels.hash_keys
+
+    def twins(keys, seed=0):
+        h = real(keys, seed)
+        if isinstance(keys, list):
+            for i, k in enumerate(keys):
+                if k in (b"n2", "n2"):
+                    h[i] = real([b"n1"], seed)[0]
+        return h
+    monkeypatch.setattr(kernels, "hash_keys", twins)
+    keys = np.arange(500)
+    every = [f"n{i}" for i in range(10)]
+    sl = Shortlist(keys, every, seed=2)
+    for subset in (every, every[2:], every[:2], ["n2", "n5"]):
+        assert list(sl.owners(subset)) == list(Placement(subset, seed=2).owners(keys)), subset
+
+
+@pytest.mark.parametrize("make, msg", [
+    (lambda: __import__("hrw").Shortlist([1], ["a"], depth=0), "depth must be a positive int"),
+    (lambda: __import__("hrw").Shortlist([1], ["a", "b"]).owner_indexes(np.zeros(2, bool)),
+     "marks no node"),
+    (lambda: __import__("hrw").Shortlist([1], ["a", "b"]).owner_indexes(np.ones(3, bool)),
+     "mask of 2 nodes"),
+])
+def test_shortlist_bad_input(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        make()
