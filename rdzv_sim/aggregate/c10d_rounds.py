@@ -69,7 +69,7 @@ class C10dRounds(RoundModel):
             if self.race.desc[i] != want:
                 self.race.rename(i, want)
             self.started[name] = t
-            job.trace.record(t, name, "rendezvous_start", detail={"restarts": job.restarts[name]})
+            job.trace.record(t, name, "rendezvous_start", detail={"restarts": int(job.restarts[job.host.code[name]])})
             self.race.enter(i, t)
         self._wake()
 

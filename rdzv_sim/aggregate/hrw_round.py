@@ -109,12 +109,16 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
 class HrwRounds(RoundModel):
     """The forming round closes at once with max_nodes joiners, else at the min_nodes-th
     joiner's last call; with fewer, at the join timeout. Joiners of a closed round wait; the
-    members of a round not full restart for them at their next monitor tick."""
+    members of a round not full restart for them at their next monitor tick. Joiners are kept
+    by host code (`job.host`): a round of 10^4 is array work."""
 
     def __init__(self, job):
         super().__init__(job)
         self.fifo = Fifo(job.sc.store)
-        self.joiners: dict[str, float] = {}        # name -> when its rendezvous starts
+        n = len(job.host)
+        self.t_join = np.full(n, np.nan)           # by host code: when its rendezvous starts
+        self.seq = np.zeros(n, dtype=np.int64)     # by host code: when it began to wait (order)
+        self.entered = 0                           # joiners so far (the next one's seq)
         self.starts: list[float] | None = None     # the joiners' starts sorted (None: not kept)
         self.published: list[str] | None = None    # the store's rank order (rank_order=stable)
         self.plan = 0                              # the latest closure plan (earlier ones are void)
@@ -126,37 +130,65 @@ class HrwRounds(RoundModel):
     def counter(self) -> Fifo:
         return self.fifo
 
+    def _joined(self) -> np.ndarray:
+        """The joiners' codes, in the order they began to wait."""
+        jc = np.flatnonzero(~np.isnan(self.t_join))
+        return jc[np.argsort(self.seq[jc], kind="stable")]
+
     def enter(self, names: list[str], times: list[float]) -> None:
         if self.closed:                          # each finds `P/closed` set: RendezvousClosed
             for name, t in zip(names, times):
                 self.job.gave_up(t + 2 * self.job.lat[name], [name], "rendezvous_closed",
                                  "the rendezvous is closed")
             return
-        for name, t in zip(names, times):
-            if self.starts is not None and name not in self.joiners:
-                insort(self.starts, t)           # a job's start: thousands, one at a time
-            else:
-                self.starts = None
-            self.joiners[name] = t
+        codes = self.job.host.of(names)
+        if len(codes) == 1:                      # a host's start: thousands, one at a time
+            self._enter_one(int(codes[0]), float(times[0]))
+        else:
+            self._enter_many(codes, np.asarray(times, dtype=float))
         if self.job.members:
-            self._late(names, times)
-        elif self.joiners:
+            self._late(names, list(times))
+        elif len(codes) or not np.isnan(self.t_join).all():
             self._plan()
 
+    def _enter_one(self, c: int, t: float) -> None:
+        fresh = bool(np.isnan(self.t_join[c]))
+        if self.starts is not None and fresh:
+            insort(self.starts, t)
+        else:
+            self.starts = None
+        if fresh:
+            self.seq[c] = self.entered
+            self.entered += 1
+        self.t_join[c] = t
+
+    def _enter_many(self, codes: np.ndarray, times: np.ndarray) -> None:
+        fresh = np.isnan(self.t_join[codes])
+        if self.starts is not None:
+            if fresh.all() and len(np.unique(codes)) == len(codes):
+                self.starts = sorted(self.starts + times.tolist())
+            else:
+                self.starts = None
+        new, first = np.unique(codes[fresh], return_index=True)     # a new joiner's place
+        self.seq[new] = self.entered + np.argsort(np.argsort(first))
+        self.entered += len(new)
+        self.t_join[codes] = times
+
     def gone(self, name: str, t: float) -> None:
-        if self.joiners.pop(name, None) is not None:
+        c = self.job.host.code[name]
+        if not np.isnan(self.t_join[c]):
+            self.t_join[c] = np.nan
             self.starts = None
 
     def leave(self, members: list[str], t: float) -> list[float]:
         """end_round: compare_set(round, r, r+1) by every member, then set(end); `end` wakes
         the waiting."""
         job = self.job
-        lat = np.array([job.lat[m] for m in members])
+        lat = job.host.lat[job.host.of(members)]
         back = self.fifo.serve(t + lat, self.sizes.key + 4) + lat
         self.fifo.serve(back + lat, self.sizes.key + 8)
         job.round += 1
-        for name, ts in self.joiners.items():
-            self.joiners[name] = max(ts, t + 2 * job.lat[name])
+        np.fmax(self.t_join, t + 2 * job.host.lat, out=self.t_join, where=~np.isnan(self.t_join))
         self.starts = None
         return back.tolist()
 
@@ -164,7 +196,7 @@ class HrwRounds(RoundModel):
         """Each member watches `end` and `probe1` (and `waiting` while not full); rank 0
         deletes round r-2's keys: check, get, 2 adds, the deletes."""
         job, k, r = self.job, self.sizes.key, f.round
-        ml = np.array([job.lat[m] for m in f.members])
+        ml = job.host.lat[job.host.of(f.members) if f.codes is None else f.codes]
         for _ in range(2 if f.nnodes >= job.sc.max_nodes else 3):
             self.fifo.serve(t_ws + ml, k)
         old = self.sizes_of.pop(r - 2, None)
@@ -179,22 +211,28 @@ class HrwRounds(RoundModel):
             return
         self.closed = True
         self.plan += 1                           # no round forms any more
-        waiting, self.joiners, self.starts = list(self.joiners), {}, None
+        waiting = self.job.host.named(self._joined())
+        self._clear()
         for name in waiting:
             self.job.gave_up(t + 2 * self.job.lat[name], [name], "rendezvous_closed",
                              "the rendezvous was closed while it waited")
 
+    def _clear(self) -> None:
+        self.t_join[:] = np.nan
+        self.starts = None
+
     def reset(self) -> None:
         self.closed = False
         self.fifo.free_at = self.job.env.now
-        self.joiners, self.sizes_of, self.published, self.starts = {}, {}, None, None
+        self._clear()
+        self.sizes_of, self.published = {}, None
 
     # --- forming ---------------------------------------------------------------------------
     def _plan(self) -> None:
         """When the forming round closes (a newcomer plans again)."""
         sc = self.job.sc
         if self.starts is None:
-            self.starts = sorted(self.joiners.values())
+            self.starts = np.sort(self.t_join[~np.isnan(self.t_join)]).tolist()
         starts = self.starts
         if not starts:
             return
@@ -214,8 +252,9 @@ class HrwRounds(RoundModel):
         job = self.job
         r, k, n = job.round, len(job.members), len(names)
         slots = np.arange(k + 1, k + 1 + n)
-        job.trace.record_many(ts, names, "join", r, fields={"slot": slots})
-        job.trace.record_many(ts, names, "waiting", r,
+        codes = job.host.traced(job.host.of(names))
+        job.trace.record_many(ts, codes, "join", r, fields={"slot": slots})
+        job.trace.record_many(ts, codes, "waiting", r,
                               fields={"slot": slots, "waiting": np.arange(1, n + 1)})
         if len(job.members) < job.sc.max_nodes:
             job.nodes_waiting(ts[0] + 2 * job.lat[names[0]])
@@ -223,47 +262,44 @@ class HrwRounds(RoundModel):
     def _form(self) -> None:
         """The forming round closes: its timing, its events."""
         job = self.job
-        now, sc, tr = job.env.now, job.sc, job.trace
-        names = sorted(self.joiners, key=lambda n: (self.joiners[n], n))
-        if not names:
+        now, sc, tr, host = job.env.now, job.sc, job.trace, job.host
+        jc = np.flatnonzero(~np.isnan(self.t_join))
+        if not len(jc):
             return
-        starts = np.array([self.joiners[n] for n in names])
-        lat = np.array([job.lat[n] for n in names])
+        jc = jc[np.argsort(self.t_join[jc], kind="stable")]    # by start, then name (code)
+        starts, lat = self.t_join[jc], host.lat[jc]
         saved = (self.fifo.free_at, self.fifo.ops, self.fifo.bytes)
         rt = hrw_round(self.fifo, starts, lat, sc.min_nodes, sc.max_nodes,
                        sc.protocol.last_call_timeout, self.sizes)
         if rt is None:                                   # too few joined in time: they give up
             self.fifo.free_at, self.fifo.ops, self.fifo.bytes = saved
-            self.joiners.clear()
-            self.starts = None
-            job.gave_up(now, names, "rendezvous_timeout", "fewer than min_nodes joined in time")
+            self._clear()
+            job.gave_up(now, host.named(jc), "rendezvous_timeout",
+                        "fewer than min_nodes joined in time")
             return
         r = job.round
-        restarts = job.restarts
-        codes = tr.codes(names)
-        tr.record_many(starts, codes, "rendezvous_start",
-                       fields={"restarts": np.fromiter(map(restarts.__getitem__, names), np.int64,
-                                                       len(names))})
-        order_ix = rt.order.tolist()
+        codes = host.traced(jc)
+        tr.record_many(starts, codes, "rendezvous_start", fields={"restarts": job.restarts[jc]})
         tr.record_many(rt.t_join[rt.order], codes[rt.order], "join", r,
-                       fields={"slot": np.arange(1, len(order_ix) + 1)})
-        member_names = [names[j] for j in rt.members.tolist()]
-        order = job.protocol.ranks([job.nodes[n].info for n in member_names], self.published)
+                       fields={"slot": np.arange(1, len(rt.order) + 1)})
+        mc = jc[rt.members]
+        member_names = host.named(mc)
+        order = job.protocol.ranks(host.infos[mc].tolist(), self.published)
         if job.protocol.publishes_order:
             self.published = order
-        rank = {m: i for i, m in enumerate(order)}
-        ranks = [rank[n] for n in member_names]
+        rank = np.empty(len(host), dtype=np.int64)
+        rank[host.of(order)] = np.arange(len(order))
+        ranks = rank[mc]
         tr.record_many(rt.t_ack, codes[rt.members], "confirmed", r, ranks=ranks)
-        self.sizes_of[r] = (len(order_ix), len(order))
-        job.formed(Formed(r, member_names, ranks, rt.t_rank.tolist(),
-                          [self.joiners[n] for n in member_names], len(order), names[rt.closer],
-                          float(rt.t_assigned), sorted(member_names), order[0],
-                          digest(member_names), saved[1:]))
-        for n in member_names:
-            del self.joiners[n]
+        self.sizes_of[r] = (len(rt.order), len(order))
+        listed = host.named(np.sort(mc))
+        job.formed(Formed(r, member_names, ranks, rt.t_rank, self.t_join[mc], len(order),
+                          host.names[jc[rt.closer]], float(rt.t_assigned), listed, order[0],
+                          digest(listed), saved[1:], codes=mc))
+        self.t_join[mc] = np.nan
         self.starts = None
-        late = [names[j] for j in rt.late.tolist()]
-        if late:
+        if len(rt.late):
+            late = host.named(jc[rt.late])
             self._late(late, [float(rt.t_closed)] * len(late))
 
 

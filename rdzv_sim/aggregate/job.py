@@ -23,6 +23,7 @@ from ..protocols.agent import out_of_restarts, uses_a_restart
 from ..sim.node import SimNode
 from ..sim.simulation import Simulation
 from ..trace import RunStats
+from .hosts import HostCodes
 from .round_model import Formed, round_model_of
 
 
@@ -30,11 +31,14 @@ class AggregateJob(Simulation):
     def __init__(self, sc):
         super().__init__(sc)
         self.lat = {h: float(self.net.base[h]) for h in self.hosts}
+        self.host = HostCodes(self.hosts, self.lat, {h: n.info for h, n in self.nodes.items()},
+                              self.trace)
         self.round = 0                    # the store's round (a requeue starts again at 0)
-        self.restarts: dict[str, int] = {h: 0 for h in self.hosts}
+        self.restarts = np.zeros(len(self.host), dtype=np.int64)     # by host code
         self.members: list[str] = []      # the running (or starting) round's members
-        self.member_set: set[str] = set()
-        self.rank_of: dict[str, int] = {}     # the members' ranks
+        self.member_codes = np.zeros(0, dtype=np.intp)              # the same, as host codes
+        self.is_member = np.zeros(len(self.host), dtype=bool)       # by host code
+        self.rank_of = np.full(len(self.host), -1, dtype=np.int64)  # the members' ranks, by code
         self.t_ws = math.inf              # when the members' workers started
         self.leave_at: float | None = None
         self.leave_why = ""
@@ -51,7 +55,7 @@ class AggregateJob(Simulation):
         self.exited.discard(node.name)
         node.incarnation += 1
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
-        self.restarts[node.name] = 0
+        self.restarts[self.host.code[node.name]] = 0
         self.model.enter([node.name], [self.env.now + self.sc.agent.process_start])
 
     def stop(self, node: SimNode) -> None:
@@ -72,25 +76,25 @@ class AggregateJob(Simulation):
         node.alive = False
         self.exited.discard(node.name)
         self.scheduler.failed(node)
-        was_member = node.name in self.member_set
+        was_member = self.is_member[self.host.code[node.name]]
         self._drop(node.name)
         if was_member:
             self._leave(max(self.env.now + self.notice_delay(cause, detection), self.t_ws), "peer_failed")
 
     def fail_workers(self, node: SimNode) -> None:
-        if node.alive and node.name in self.member_set:
+        if node.alive and self.is_member[self.host.code[node.name]]:
             self._leave(max(self.env.now, self.t_ws), "workers_failed")
 
     def fresh_store(self) -> None:
         self.store.restart()
         self.round, self.gen = 0, self.gen + 1
-        self.members, self.member_set, self.rank_of = [], set(), {}
+        self._clear_members()
         self.exited = set()
         self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
         self.model.reset()
 
     def round_of(self, name: str):
-        return self.round if name in self.member_set else None
+        return self.round if self.is_member[self.host.code[name]] else None
 
     def at(self, t: float, fn) -> None:
         """Call `fn` at simulated time `t`, unless the job started again meanwhile."""
@@ -108,7 +112,8 @@ class AggregateJob(Simulation):
         tr.record(f.t_closed, f.closer, "round_closed", r, world_size=world,
                   detail={"members": f.listed, "count": nn, "holes": 0})
         ranks, t_rank = np.asarray(f.ranks, np.int64), np.asarray(f.t_rank, np.float64)
-        codes = tr.codes(f.members)
+        hc = self.host.of(f.members) if f.codes is None else f.codes
+        codes = self.host.traced(hc)
         tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=world,
                        fields={"digest": f.digest, "first_rank": ranks * nproc, "nnodes": nn,
                                "latency": t_rank - np.asarray(f.started, np.float64),
@@ -122,8 +127,10 @@ class AggregateJob(Simulation):
         acc = self.runtime.round_ops.setdefault(r + tr.round_offset, [0, 0])
         acc[0] += self.model.ops - f.since[0]
         acc[1] += self.model.bytes - f.since[1]
-        self.members, self.member_set = list(f.members), set(f.members)
-        self.rank_of = dict(zip(f.members, f.ranks))
+        self._clear_members()
+        self.members, self.member_codes = list(f.members), hc
+        self.is_member[hc] = True
+        self.rank_of[hc] = ranks
         self.t_ws, self.waiting_noticed = t_ws, False
         if f.doomed:                       # the init barrier waits for the dead one in vain
             self._leave(t_ws + a.collective_timeout, "peer_failed")
@@ -157,9 +164,16 @@ class AggregateJob(Simulation):
             self.scheduler.requeue("no_agent_left")
 
     def _drop(self, name: str) -> None:
-        if name in self.member_set:
-            self.member_set.discard(name)
+        c = self.host.code[name]
+        if self.is_member[c]:
+            self.is_member[c] = False
             self.members.remove(name)
+            self.member_codes = self.member_codes[self.member_codes != c]
+
+    def _clear_members(self) -> None:
+        self.is_member[self.member_codes] = False
+        self.rank_of[self.member_codes] = -1
+        self.members, self.member_codes = [], np.zeros(0, dtype=np.intp)
 
     def _leave(self, t: float, why: str) -> None:
         """The members leave the round at `t` (the earliest reason wins)."""
@@ -173,23 +187,22 @@ class AggregateJob(Simulation):
             return                                       # superseded by an earlier leave
         why, r = self.leave_why, self.round
         self.leave_at = None
-        members = [m for m in self.members if self.nodes[m].alive]
-        self.trace.record_many(t, members, "round_left", r,
-                               ranks=np.fromiter(map(self.rank_of.__getitem__, members), np.int64,
-                                                 len(members)), fields={"reason": why})
+        # a member that stopped or crashed was dropped then: every member is alive
+        members, mc = self.members, self.member_codes
+        self.trace.record_many(t, self.host.traced(mc), "round_left", r, ranks=self.rank_of[mc],
+                               fields={"reason": why})
         back = self.model.leave(members, t)
-        self.members, self.member_set, self.rank_of = [], set(), {}
+        self._clear_members()
         self.t_ws, self.waiting_noticed = math.inf, False
         names, times, out = members, back, []
         if uses_a_restart(why) and members:
             restarts = self.restarts
-            for m in members:
-                restarts[m] += 1
+            restarts[mc] += 1
             # the count only grows: none is out unless the most restarted is
-            if out_of_restarts(max(map(restarts.__getitem__, members)), self.agent_cfg):
+            if out_of_restarts(int(restarts[mc].max()), self.agent_cfg):
                 names, times = [], []
-                for m, tb in zip(members, back):
-                    if out_of_restarts(restarts[m], self.agent_cfg):
+                for m, c, tb in zip(members, mc.tolist(), back):
+                    if out_of_restarts(int(restarts[c]), self.agent_cfg):
                         self.trace.record(t, m, "agent_exit", detail={"reason": "max_restarts"})
                         self.exited.add(m)
                         self.model.gone(m, t)
