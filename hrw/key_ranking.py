@@ -37,13 +37,16 @@ class KeyRanking:
         if not nodes:
             raise ValueError("KeyRanking.order needs at least one node")
         known = self._score
-        new = [n for n in dict.fromkeys(nodes) if n not in known]
-        if new:
+        try:                                       # a round's hosts are mostly known: one pass
+            s = np.fromiter(map(known.__getitem__, nodes), np.uint64, len(nodes))
+        except KeyError:
+            new = [n for n in dict.fromkeys(nodes) if n not in known]
             s = kernels.fmix64_(kernels.hash_keys(_id_bytes(new), self.seed) ^ self._key_hash)
             known.update(zip(new, s.tolist()))
-        s = np.fromiter(map(known.__getitem__, nodes), np.uint64, len(nodes))
+            s = np.fromiter(map(known.__getitem__, nodes), np.uint64, len(nodes))
         if len(np.unique(s)) != len(s):
             # a repeated node (refused there) or two ids whose 64-bit hashes collide: the
             # placement's exact path decides
             return Placement(nodes, seed=self.seed).rank_order(self.key)
-        return [nodes[i] for i in np.argsort(~s, kind="stable").tolist()]
+        ids = np.fromiter(nodes, dtype=object, count=len(nodes))   # no Python loop per node
+        return ids[np.argsort(~s, kind="stable")].tolist()

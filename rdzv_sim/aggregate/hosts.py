@@ -9,6 +9,21 @@ from __future__ import annotations
 import numpy as np
 
 
+class HostList(list):
+    """Host names that carry their codes: what the job hands its round model, so that the
+    model reads the codes without looking each name up. Still a plain list of names to a
+    model that does not know them; a changed copy is a plain list."""
+
+    def __init__(self, names, codes: np.ndarray):
+        super().__init__(names)
+        self.codes = np.asarray(codes, dtype=np.intp)
+
+    def remove(self, name) -> None:
+        i = self.index(name)
+        del self[i]
+        self.codes = np.delete(self.codes, i)
+
+
 class HostCodes:
     def __init__(self, names, latency: dict, infos: dict, trace):
         order = sorted(names)
@@ -25,11 +40,13 @@ class HostCodes:
         return len(self.names)
 
     def of(self, names) -> np.ndarray:
-        """The codes of `names` (one pass)."""
+        """The codes of `names` (one pass, none for a `HostList`)."""
+        if isinstance(names, HostList) and len(names.codes) == len(names):
+            return names.codes
         return np.fromiter(map(self.code.__getitem__, names), np.intp, len(names))
 
-    def named(self, codes: np.ndarray) -> list[str]:
-        return self.names[codes].tolist()
+    def named(self, codes: np.ndarray) -> HostList:
+        return HostList(self.names[codes].tolist(), codes)
 
     def traced(self, codes: np.ndarray) -> np.ndarray:
         """The trace's codes of these hosts; hosts it has not seen get theirs in this order,

@@ -23,7 +23,7 @@ from ..protocols.agent import out_of_restarts, uses_a_restart
 from ..sim.node import SimNode
 from ..sim.simulation import Simulation
 from ..trace import RunStats
-from .hosts import HostCodes
+from .hosts import HostCodes, HostList
 from .round_model import Formed, round_model_of
 
 
@@ -35,8 +35,7 @@ class AggregateJob(Simulation):
                               self.trace)
         self.round = 0                    # the store's round (a requeue starts again at 0)
         self.restarts = np.zeros(len(self.host), dtype=np.int64)     # by host code
-        self.members: list[str] = []      # the running (or starting) round's members
-        self.member_codes = np.zeros(0, dtype=np.intp)              # the same, as host codes
+        self.members = HostList([], [])   # the running (or starting) round's members
         self.is_member = np.zeros(len(self.host), dtype=bool)       # by host code
         self.rank_of = np.full(len(self.host), -1, dtype=np.int64)  # the members' ranks, by code
         self.t_ws = math.inf              # when the members' workers started
@@ -128,7 +127,7 @@ class AggregateJob(Simulation):
         acc[0] += self.model.ops - f.since[0]
         acc[1] += self.model.bytes - f.since[1]
         self._clear_members()
-        self.members, self.member_codes = list(f.members), hc
+        self.members = HostList(f.members, hc)
         self.is_member[hc] = True
         self.rank_of[hc] = ranks
         self.t_ws, self.waiting_noticed = t_ws, False
@@ -168,12 +167,11 @@ class AggregateJob(Simulation):
         if self.is_member[c]:
             self.is_member[c] = False
             self.members.remove(name)
-            self.member_codes = self.member_codes[self.member_codes != c]
 
     def _clear_members(self) -> None:
-        self.is_member[self.member_codes] = False
-        self.rank_of[self.member_codes] = -1
-        self.members, self.member_codes = [], np.zeros(0, dtype=np.intp)
+        self.is_member[self.members.codes] = False
+        self.rank_of[self.members.codes] = -1
+        self.members = HostList([], [])
 
     def _leave(self, t: float, why: str) -> None:
         """The members leave the round at `t` (the earliest reason wins)."""
@@ -188,7 +186,7 @@ class AggregateJob(Simulation):
         why, r = self.leave_why, self.round
         self.leave_at = None
         # a member that stopped or crashed was dropped then: every member is alive
-        members, mc = self.members, self.member_codes
+        members, mc = self.members, self.members.codes
         self.trace.record_many(t, self.host.traced(mc), "round_left", r, ranks=self.rank_of[mc],
                                fields={"reason": why})
         back = self.model.leave(members, t)

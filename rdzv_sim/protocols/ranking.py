@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Literal
 
 from .base import BadValue, NodeInfo
@@ -30,7 +31,7 @@ def natural(key: str) -> tuple:
 def order(policy: str, infos: list[NodeInfo], by_hrw: Callable[[list[str]], list[str]],
           previous: list[str] | None = None) -> list[str]:
     """The members' names in rank order under `policy`; `previous` is the last published order."""
-    names = [i.name for i in infos]
+    names = list(map(attrgetter("name"), infos))
     if policy == "topology":
         return [i.name for i in sorted(infos, key=lambda i: (natural(i.topo or i.name), i.name))]
     hashed = by_hrw(names)
