@@ -53,11 +53,14 @@ def real_config(sc, workdir: Path) -> TorchftRun:
                       join_timeout=p.quorum_join_timeout, quorum_tick=p.quorum_tick,
                       heartbeat_timeout=p.heartbeat_timeout, quorum_timeout=p.quorum_timeout,
                       quorum_retries=p.quorum_retries, async_quorum=p.async_quorum,
-                      faults=faults, workdir=workdir)
+                      sync_every=p.sync_every, faults=faults, workdir=workdir)
 
 
 def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
-    """The stall, heal and rejoin of the first kill and restart, from the groups' step records."""
+    """The stall, heal and rejoin of the first kill and restart, from the groups' step records
+    (with LocalSGD, `sync_every` > 1: the records of the steps that synced, one a window)."""
+    if cfg.sync_every > 1:
+        steps = [r for r in steps if r.get("synced")]
     kill = cfg.faults[0]
     if kill.killed is not None:               # when the run did it (an anchored fault's times)
         kill = GroupFault(kill.group, kill.killed, kill.restarted)
@@ -70,9 +73,12 @@ def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
         # the longest wait between two commits from the kill until the restart (or 10 s)
         until = kill.restart_at if kill.restart_at is not None else kill.kill_at + 10.0
         commits = [r["t"] for r in mine if r["committed"]]
+        every = [b - a for a, b in zip(commits, commits[1:])]
         gaps = [b - a for a, b in zip(commits, commits[1:]) if b > kill.kill_at and a < until]
+        # a window of sync_every steps between two commits (one step: the step itself)
+        period = normal if cfg.sync_every == 1 or not every else statistics.median(every)
         if gaps:
-            stalls.append(max(gaps) - normal)
+            stalls.append(max(gaps) - period)
         lost += sum(1 for r in mine if not r["committed"])
         back |= any(b["step"] < a["step"] for a, b in zip(mine, mine[1:]))
         if kill.restart_at is not None and kill.group is not None:
@@ -137,7 +143,9 @@ def measure_sim(result, cfg: TorchftRun) -> dict:
         out["heal_stall_s"] = ((heal.t1 - heal.t0) if heal is not None else 0.0) if joined else float("nan")
     if kill.restart_at is not None and kill.group is not None:
         up = next((x.up for x in life if x.group == kill.group and x.up > kill.restart_at), None)
-        out["rejoin_s"] = (up - kill.restart_at) if up is not None else float("nan")
+        # with sync_every > 1 its first quorum call ends its first window (LocalSGD, DiLoCo)
+        first = p.sync_every * p.step_time if p.sync_every > 1 else 0.0
+        out["rejoin_s"] = (up + first - kill.restart_at) if up is not None else float("nan")
         out["heal_s"] = p.heal_time
     out["survivor_lost_steps"] = sum(1 for s in lh.segments if s.kind == "failure")
     out["survivor_step_went_back"] = any(q.restart for q in lh.quorums[1:])

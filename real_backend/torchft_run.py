@@ -60,6 +60,7 @@ class TorchftRun:
     quorum_timeout: float = 60.0   # the Manager's wait for a quorum (torchft's default)
     quorum_retries: int = 0        # the Manager's retries of a failed Lighthouse call (torchft's default)
     async_quorum: bool = False     # the Manager's use_async_quorum (torchft's default is True)
+    sync_every: int = 1            # >1: torchft's LocalSGD, the groups meet every sync_every steps
     faults: list[GroupFault] = field(default_factory=list)
     workdir: Path | None = None
     settle_steps: int | None = None  # end once every group committed this many after the last fault
@@ -113,6 +114,10 @@ def _replica(args) -> None:
             return getattr(client, name)
 
     manager._client = Recording()
+    if args.sync_every > 1:
+        _local_sgd(args, manager, model, opt, out, seen, healed)
+        manager.shutdown(wait=False)
+        return
     optim = Optimizer(manager, opt)
     x = torch.randn(8, 64)
     tails = [0.0]                              # recent steps' backward and all-reduce
@@ -146,6 +151,46 @@ def _replica(args) -> None:
                               "healed": healed["n"] > before,
                               "participants": manager.num_participants(), **seen}) + "\n")
     manager.shutdown(wait=False)
+
+
+def _local_sgd(args, manager, model, opt, out, seen: dict, healed: dict) -> None:
+    """Train with torchft's own LocalSGD: `sync_every` steps on the group's own, then the
+    quorum (with a joiner's heal: the synchronous quorum heals inside it), the parameters'
+    all-reduce and the commit, in the optimizer's step hook. A record a step; `synced` marks
+    the steps that ended in a sync, `q` when their quorum (and heal) returned."""
+    import torch
+    from torchft.local_sgd import LocalSGD
+
+    marks = {}
+    start_quorum = manager.start_quorum
+
+    def timed(*a, **kw):                       # when the quorum (and a heal) returned
+        r = start_quorum(*a, **kw)
+        marks["q"] = time.monotonic()
+        return r
+    manager.start_quorum = timed
+    x = torch.randn(8, 64)
+    with LocalSGD(manager, model, opt, sync_every=args.sync_every):
+        while time.monotonic() < args.until and not (args.stop_file and os.path.exists(args.stop_file)):
+            t0 = time.monotonic()
+            before, step_before = healed["n"], manager.current_step()
+            marks.clear()
+            opt.zero_grad()
+            time.sleep(args.step_time)             # the step's compute
+            model(x).sum().backward()
+            opt.step()                             # every sync_every-th: quorum, all-reduce, commit
+            error = manager.errored()
+            synced = "q" in marks
+            out.write(json.dumps({"t0": t0, "q": marks.get("q", t0), "t": time.monotonic(),
+                                  "group": args.group, "pid": os.getpid(), "synced": synced,
+                                  "step": manager.current_step(),
+                                  "committed": manager.current_step() > step_before,
+                                  "error": None if error is None else
+                                  f"{type(error.original_exception).__name__}: "
+                                  f"{' '.join(str(error.original_exception).split())[:160]}",
+                                  "healed": healed["n"] > before,
+                                  "participants": manager.num_participants() if synced else None,
+                                  **(seen if synced else {})}) + "\n")
 
 
 class Lighthouse:
@@ -224,6 +269,7 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
                "--min-replica-size", str(cfg.min_replica_size or cfg.min_replicas),
                "--quorum-timeout", repr(cfg.quorum_timeout), "--quorum-retries", str(cfg.quorum_retries),
                *(["--async-quorum"] if cfg.async_quorum else []),
+               "--sync-every", str(cfg.sync_every),
                "--stop-file", str(stop)]
         with open(work / f"g{g}.err", "a") as err:          # the child keeps its own copy
             return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
@@ -300,6 +346,7 @@ def main(argv=None) -> None:
     r.add_argument("--quorum-timeout", type=float, default=60.0)
     r.add_argument("--quorum-retries", type=int, default=0)
     r.add_argument("--async-quorum", action="store_true")
+    r.add_argument("--sync-every", type=int, default=1)
     d = sub.add_parser("demo")
     d.add_argument("--out", default="runs/torchft")
     args = ap.parse_args(argv)

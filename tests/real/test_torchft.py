@@ -31,6 +31,31 @@ def test_survivors_train_on_and_the_killed_group_heals_back(tmp_path):
     assert all(r["replicas"] == ["g0", "g1", "g2"] for r in back if r["committed"])
 
 
+def test_localsgd_survivors_sync_without_a_group_killed_mid_window(tmp_path):
+    """torchft 0.2.0's own LocalSGD, sync_every 6: a group's quorum call ends its window. Group 1
+    is killed 0.3 s into a 1.2 s window (after every group committed 4 syncs): the survivors finish
+    the window and commit it without group 1 (no sync of theirs fails), and the restarted group
+    computes a window alone before it asks, heals and commits with them."""
+    from real_backend.quorum_validate import measure_real
+    cfg = TorchftRun(groups=3, duration=240.0, step_time=0.2, state_mb=4.0, join_timeout=1.0,
+                     heartbeat_timeout=1.0, settle_steps=4, workdir=tmp_path, sync_every=6,
+                     faults=[GroupFault(1, kill_at=0.3, restart_at=3.0, after_steps=4)])
+    steps, events = run_torchft(cfg)
+    m = measure_real(steps, cfg)
+    assert not m["survivor_step_went_back"] and m["survivor_lost_steps"] == 0
+    assert m["windows"] == ["0,1,2", "0,2", "0,1,2"]
+    for g in (0, 2):
+        mine = [r for r in steps if r["group"] == g]
+        assert len({r["pid"] for r in mine}) == 1
+        syncs = [r for r in mine if r["synced"]]
+        assert all(r["committed"] for r in syncs)                  # every window committed
+        assert all(not r["committed"] for r in mine if not r["synced"])
+    back = [r for r in steps if r["group"] == 1 and r["t0"] > cfg.faults[0].restarted]
+    first = next(i for i, r in enumerate(back) if r["synced"])
+    assert first == cfg.sync_every - 1                           # a window alone, then its quorum
+    assert back[first]["heal"] and back[first]["healed"] and back[first]["step"] > 4
+
+
 def _outage(tmp_path, retries: float, timeout: float, back_after: float | None, settle: int | None):
     """Three groups; the Lighthouse's process is killed 0.5 s after every group committed 10
     steps (and started again `back_after` s later)."""

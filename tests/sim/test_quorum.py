@@ -228,19 +228,26 @@ def test_async_quorum_is_the_default_and_charges_a_hidden_heal_to_the_healing_gr
         assert total == pytest.approx(60)
 
 
-def test_sync_every_k_steps_sees_a_failure_at_the_sync_and_loses_the_interval():
-    """LocalSGD / DiLoCo (sync_every = 5, 1 s steps): groups sync at 7, 12, ..., 47, 52 s.
-    Group 1 dies at 50.5 s: group 0 learns it at the 52 s sync, the interval since 47 s is
-    lost (5 failed steps), and group 0 alone (its peer's heartbeat stale at 55.5 s) restarts
-    its syncs at 56.5 s: 56.5 + 5k <= 100 gives 8 more intervals."""
+def test_sync_every_k_steps_syncs_without_a_dead_group_at_the_window_end():
+    """torchft 0.2.0's LocalSGD / DiLoCo (sync_every = 5, 1 s steps) ask for the quorum at a
+    window's end (measured: reports/validation/validate-quorum-localsgd). Both groups come up
+    at 1 s and ask after their first window, at 6 s; the quorum forms then and syncs from 7 s
+    (1 s to reconfigure): windows end at 12, 17, ..., 47, 52 s. Group 1 dies at 50.5 s: group 0
+    trains its window out and commits it alone at 52 s, and its quorum call waits for the
+    Lighthouse to drop group 1 (heartbeat stale at 55.5 s); from 56.5 s, 56.5 + 5k <= 100
+    gives 8 more windows. No step fails."""
     costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, sync_every=5)
     rules = QuorumRules(min_replicas=1, heartbeat_timeout=5.0, tick=0.1)
     lh = Lighthouse(rules, costs, duration=100.0).replay([(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, 50.5)])
-    assert [q.t for q in lh.quorums] == [1.0, 55.5]
+    assert [q.t for q in lh.quorums] == [6.0, 55.5]
     fail = [s for s in lh.segments if s.kind == "failure"][0]
-    assert (fail.t0, fail.t1) == (47.0, 55.5)
-    assert (lh.steps.committed, lh.steps.failed) == (9 * 5 + 8 * 5, 5)
-    assert lh.steps.group_steps == 9 * 5 * 2 + 8 * 5
+    assert (fail.t0, fail.t1) == (52.0, 55.5)
+    assert (lh.steps.committed, lh.steps.failed) == (9 * 5 + 8 * 5, 0)
+    assert lh.steps.group_steps == 8 * 5 * 2 + 5 + 8 * 5
+    # both die in the window (a job-wide fault): the window is lost, nothing commits at 52 s
+    both = Lighthouse(rules, costs, duration=100.0).replay([(0, 0.0, 1.0, 50.5), (1, 0.0, 1.0, 50.5)])
+    assert (both.steps.committed, both.steps.failed) == (8 * 5, 5)
+    assert not [s for s in both.segments if s.kind == "train" and s.t1 > 50.5]
 
 
 def test_regression_async_join_with_nothing_to_fetch():

@@ -153,6 +153,8 @@ class Lighthouse:
         self.failed_at = None                   # a member died: the time its step failed
         self.joining: frozenset = frozenset()   # members healing: they contribute once healed
         self.healed = INF                       # async: when the healing members contribute
+        self.window_end = None                  # sync_every > 1: a member died in this window;
+                                                # the survivors sync without it at its end
         self.broken_at = None                   # the first member's death since the last quorum
         self.trained = False                    # a training segment has been cut
         self.steps = Steps()
@@ -215,6 +217,8 @@ class Lighthouse:
             when = max(self.pending[0], self.since)       # the waiting calls fail now
             return (when, "lost") if when <= t else None
         if self.phase == "train":
+            if self.window_end is not None:     # before anything else at that boundary
+                return (self.window_end, "window_end") if self.window_end <= t else None
             due = []
             if self.pending is not None:        # the next step's quorum call fails
                 due.append((max(self._boundary(self.pending[0]), self.since), "lost"))
@@ -276,6 +280,12 @@ class Lighthouse:
                 self.joining = frozenset()
             # the rest of the heal overlaps the first step's compute, which it contributes nothing to
             self.healed = self._boundary(when + self.costs.heal - self.costs.heal_wait)
+            return
+        if what == "window_end":
+            # the survivors' window commits; their quorum call at its end waits for the
+            # Lighthouse to drop the dead group (its heartbeat going stale)
+            self._cut(when)
+            self.window_end, self.phase, self.failed_at = None, "failure", when
             return
         if what == "healed":
             self._cut(when)
@@ -370,6 +380,20 @@ class Lighthouse:
             self.joining = frozenset(m for m in self.joining if m != g)
             return
         noticed = t + self.detect.get((g, t), self.costs.detection)
+        if self.phase == "train" and self.costs.sync_every > 1 and self.members - {g}:
+            # torchft 0.2.0's LocalSGD and DiLoCo ask for the quorum at the window's end
+            # (measured: reports/validation/validate-quorum-localsgd): the survivors train
+            # the window out and sync without the dead group, losing none of its steps
+            step = self.costs.step
+            last = self.origin + math.floor((t - self.origin) / step + 1e-9) * step
+            self._cut(max(self.since, last))    # the windows that ended with the dead group
+            self.members = frozenset(m for m in self.members if m != g)
+            self.joining = frozenset(m for m in self.joining if m != g)
+            self.broken_at = t if self.broken_at is None else self.broken_at
+            if self.window_end is None:
+                self.window_end = last + step
+            return
+        self.window_end = None
         if self.phase in ("train", "heal", "reconf", "load"):
             # the step in flight (or about to start) fails; between syncs, every step since
             # the last sync does (DiLoCo restores the last synchronised parameters)
@@ -392,5 +416,8 @@ class Lighthouse:
             self.joining = frozenset(m for m in self.joining if m != g)
 
     def _up(self, g: int, t: float) -> None:
-        self.live[g] = t
+        # with sync_every > 1 (torchft 0.2.0's LocalSGD, DiLoCo) a group's first quorum call
+        # ends its first window: its steps, computed alone, are overwritten by its heal
+        c = self.costs
+        self.live[g] = t + (c.sync_every * c.step_time if c.sync_every > 1 else 0.0)
         self.beats.pop(g, None)

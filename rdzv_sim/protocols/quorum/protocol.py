@@ -50,8 +50,8 @@ class QuorumSettings(HrwSettings):
                                "contributing nothing, until healed)")
     sync_every: PositiveInt = Field(1, description="steps between synchronisations (torchft's LocalSGD / DiLoCo "
                                     "sync_every; 1: every step, as DDP / HSDP): the quorum and the all-reduce come "
-                                    "once per interval, a failure is seen at the interval's end and loses its steps "
-                                    "(DiLoCo restores the last synchronised parameters)")
+                                    "at each window's end, as torchft 0.2.0 asks them; the survivors of a death "
+                                    "mid-window commit the window without the dead group")
     init_sync: bool = Field(True, description="torchft Manager's init_sync: the job's first quorum syncs every "
                             "group but one from it")
     quorum_timeout: PositiveFloat = Field(60.0, description="torchft Manager's quorum_timeout: a quorum call that "
