@@ -99,7 +99,9 @@ def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
         out["rejoin_s"] = (rejoined[0]["q"] - kill.restart_at) if rejoined else float("nan")
         healing = [r for r in rejoined if r["heal"]]
         if not cfg.async_quorum:              # async: the heal runs behind the step, unseen here
-            out["heal_s"] = (healing[0]["q"] - healing[0]["t0"]) if healing else float("nan")
+            # from the Lighthouse's answer (the step's start in logs that lack it)
+            out["heal_s"] = ((healing[0]["q"] - healing[0].get("answered", healing[0]["t0"]))
+                             if healing else float("nan"))
     out["survivor_lost_steps"], out["survivor_step_went_back"] = lost, back
     out["windows"] = windows(steps, survivors)
     return out

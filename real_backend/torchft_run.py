@@ -107,7 +107,7 @@ def _replica(args) -> None:
         def _quorum(self, **kw):
             q = client._quorum(**kw)
             seen.update(quorum_id=q.quorum_id, replicas=sorted(r.split(":")[0] for r in q.replica_ids),
-                        heal=bool(q.heal), max_step=int(q.max_step))
+                        heal=bool(q.heal), max_step=int(q.max_step), answered=time.monotonic())
             return q
 
         def __getattr__(self, name):
@@ -157,7 +157,8 @@ def _local_sgd(args, manager, model, opt, out, seen: dict, healed: dict) -> None
     """Train with torchft's own LocalSGD: `sync_every` steps on the group's own, then the
     quorum (with a joiner's heal: the synchronous quorum heals inside it), the parameters'
     all-reduce and the commit, in the optimizer's step hook. A record a step; `synced` marks
-    the steps that ended in a sync, `q` when their quorum (and heal) returned."""
+    the steps that ended in a sync, `s` when the step's sync began (its quorum call), `q` when
+    the quorum (and heal) returned."""
     import torch
     from torchft.local_sgd import LocalSGD
 
@@ -178,10 +179,11 @@ def _local_sgd(args, manager, model, opt, out, seen: dict, healed: dict) -> None
             opt.zero_grad()
             time.sleep(args.step_time)             # the step's compute
             model(x).sum().backward()
+            s = time.monotonic()
             opt.step()                             # every sync_every-th: quorum, all-reduce, commit
             error = manager.errored()
             synced = "q" in marks
-            out.write(json.dumps({"t0": t0, "q": marks.get("q", t0), "t": time.monotonic(),
+            out.write(json.dumps({"t0": t0, "s": s, "q": marks.get("q", t0), "t": time.monotonic(),
                                   "group": args.group, "pid": os.getpid(), "synced": synced,
                                   "step": manager.current_step(),
                                   "committed": manager.current_step() > step_before,
@@ -322,8 +324,9 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
     for p in logs:
         for line in p.read_text().splitlines():
             r = json.loads(line)
-            for k in ("t0", "q", "t"):
-                r[k] -= start
+            for k in ("t0", "s", "q", "t", "answered"):
+                if k in r:
+                    r[k] -= start
             steps.append(r)
     steps.sort(key=lambda r: r["t"])
     (work / "steps.json").write_text(json.dumps({"steps": steps, "events": events}))

@@ -35,9 +35,12 @@ def test_localsgd_survivors_sync_without_a_group_killed_mid_window(tmp_path):
     """torchft 0.2.0's own LocalSGD, sync_every 6: a group's quorum call ends its window. Group 1
     is killed 0.3 s into a 1.2 s window (after every group committed 4 syncs): the survivors finish
     the window and commit it without group 1 (no sync of theirs fails), and the restarted group
-    computes a window alone before it asks, heals and commits with them."""
+    computes a window alone before it asks, heals and commits with them. The Lighthouse's
+    join timeout (3 s) outlasts a window: with 1 s, a restarted group's early call started the
+    timeout and a quorum formed without a survivor still in its window, which then healed in
+    the next one, and so on (docs/per-step.md, seen under load)."""
     from real_backend.quorum_validate import measure_real
-    cfg = TorchftRun(groups=3, duration=240.0, step_time=0.2, state_mb=4.0, join_timeout=1.0,
+    cfg = TorchftRun(groups=3, duration=240.0, step_time=0.2, state_mb=4.0, join_timeout=3.0,
                      heartbeat_timeout=1.0, settle_steps=4, workdir=tmp_path, sync_every=6,
                      faults=[GroupFault(1, kill_at=0.3, restart_at=3.0, after_steps=4)])
     steps, events = run_torchft(cfg)
