@@ -78,20 +78,9 @@ def test_gpu_check_command_runs_without_a_gpu(capsys):
     assert "identical=True" in out and "identical=False" not in out
 
 
-def test_updates_hold_when_two_node_hashes_collide(monkeypatch):
+def test_updates_hold_when_two_node_hashes_collide(twin_hashes):
     """A 64-bit collision (forced here): owners are kept as node hashes, so leaving and joining
     by hash must still give the batch owners, whichever of the two twins stays."""
-    from hrw import kernels
-    real = kernels.hash_keys
-
-    def twins(keys, seed=0):
-        h = real(keys, seed)
-        if isinstance(keys, list):
-            for i, k in enumerate(keys):
-                if k in (b"n2", "n2"):
-                    h[i] = real([b"n1"], seed)[0]
-        return h
-    monkeypatch.setattr(kernels, "hash_keys", twins)
     keys = np.arange(2000)
     every = [f"n{i}" for i in range(10)]
     a = Assignment(keys, Placement(every, seed=2))

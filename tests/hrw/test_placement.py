@@ -214,19 +214,9 @@ def test_shortlist_owns_as_a_placement_of_each_subset(nodes, data, depth, seed):
         assert list(sl.owners(subset)) == list(Placement(subset, seed=seed).owners(keys))
 
 
-def test_shortlist_holds_when_two_node_hashes_collide(monkeypatch):
+def test_shortlist_holds_when_two_node_hashes_collide(twin_hashes):
     """A forced 64-bit collision: the twins' order is the placement's exact one."""
-    from hrw import Shortlist, kernels
-    real = kernels.hash_keys
-
-    def twins(keys, seed=0):
-        h = real(keys, seed)
-        if isinstance(keys, list):
-            for i, k in enumerate(keys):
-                if k in (b"n2", "n2"):
-                    h[i] = real([b"n1"], seed)[0]
-        return h
-    monkeypatch.setattr(kernels, "hash_keys", twins)
+    from hrw import Shortlist
     keys = np.arange(500)
     every = [f"n{i}" for i in range(10)]
     sl = Shortlist(keys, every, seed=2)
