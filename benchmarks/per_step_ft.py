@@ -160,8 +160,11 @@ def _local_sgd(per: dict) -> list[str]:
             continue
         out.append(f"- **{n}** (torchft's LocalSGD / DiLoCo, a quorum and an all-reduce every {k} "
                    f"steps): goodput {x['goodput']:.4f} against {base['goodput']:.4f} syncing every "
-                   f"step; quorum calls {x.get('lost_quorum_s', 0) / h:.1f} h against "
-                   f"{base.get('lost_quorum_s', 0) / h:.1f} h, heal + reconfigure "
+                   "step; "
+                   + (f"quorum calls {x.get('lost_quorum_s', 0) / h:.1f} h against "
+                      f"{base.get('lost_quorum_s', 0) / h:.1f} h, "
+                      if x.get("lost_quorum_s") or base.get("lost_quorum_s") else "")
+                   + "heal + reconfigure "
                    f"{(x.get('lost_heal_s', 0) + x.get('lost_reconfigure_s', 0)) / h:.1f} h against "
                    f"{(base.get('lost_heal_s', 0) + base.get('lost_reconfigure_s', 0)) / h:.1f} h. A "
                    "group's death mid-window costs the survivors none of it (torchft asks for the "

@@ -250,6 +250,15 @@ def test_sync_every_k_steps_syncs_without_a_dead_group_at_the_window_end():
     assert not [s for s in both.segments if s.kind == "train" and s.t1 > 50.5]
 
 
+def test_nothing_hides_behind_compute_when_syncing_every_k_steps():
+    """The async quorum hides the call and a heal behind a step's compute; LocalSGD and DiLoCo
+    ask at a window's end and all-reduce at once, so with sync_every > 1 nothing hides."""
+    per_step = Costs(step_time=6.0, quorum_cost=0.5, heal=16.0, overlap=True)
+    window = Costs(step_time=6.0, quorum_cost=0.5, heal=16.0, overlap=True, sync_every=8)
+    assert per_step.overlapped and (per_step.heal_wait, per_step.step) == (10.0, 6.0)
+    assert not window.overlapped and (window.heal_wait, window.step) == (16.0, 48.5)
+
+
 def test_regression_async_join_with_nothing_to_fetch():
     """Found by the property test above (the loaded series): async quorum, nothing to fetch
     (state_bytes 0): a group that joins contributes right after the reconfiguration, and the

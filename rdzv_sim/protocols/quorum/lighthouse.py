@@ -64,17 +64,25 @@ class Costs:
         raise ValueError("the Lighthouse outage outlasts 100,000 restarts of the job")
 
     @property
+    def overlapped(self) -> bool:
+        """Whether the quorum call and a heal overlap compute: the async quorum of a job that
+        syncs every step. LocalSGD and DiLoCo (sync_every > 1) ask at a window's end and
+        all-reduce at once (torchft 0.2.0's `LocalSGD.sync`; DiLoCo refuses the async
+        quorum), so no compute is left to hide them behind."""
+        return self.overlap and self.sync_every == 1
+
+    @property
     def heal_wait(self) -> float:
         """What a heal stalls every member: all of it (synchronous quorum), or what it takes
         beyond the compute before the step's first all-reduce (async: torchft 0.2.0 fetches
         the state inside the quorum future, and `Manager.allreduce` waits for that future, so
         the healing group's all-reduce, and everyone's with it, waits for the heal)."""
-        return max(0.0, self.heal - self.sync_every * self.step_time) if self.overlap else self.heal
+        return max(0.0, self.heal - self.step_time) if self.overlapped else self.heal
 
     @property
     def step(self) -> float:
         """Seconds between two quorums: `sync_every` steps and, unless it overlaps, the call."""
-        return self.sync_every * self.step_time + (0.0 if self.overlap else self.quorum_cost)
+        return self.sync_every * self.step_time + (0.0 if self.overlapped else self.quorum_cost)
 
 
 @dataclass(frozen=True)
@@ -275,7 +283,7 @@ class Lighthouse:
         if what == "resume":
             self._cut(when)
             self.phase, self.origin = "train", when
-            if self.joining and not self.costs.overlap:
+            if self.joining and not self.costs.overlapped:
                 self.holders |= self.joining
                 self.joining = frozenset()
             # the rest of the heal overlaps the first step's compute, which it contributes nothing to
@@ -320,7 +328,7 @@ class Lighthouse:
             self.joining = frozenset()
             if self.trained:
                 stall, self.phase = c.reconfigure + c.load, "load"
-            elif c.overlap:
+            elif c.overlapped:
                 # the first quorum syncs every group but one from it (init_sync), alongside
                 if sync:
                     self.holders = {min(groups)}

@@ -47,7 +47,8 @@ class QuorumSettings(HrwSettings):
     async_quorum: bool = Field(True, description="torchft Manager's use_async_quorum: the quorum call and a "
                                "recovering group's heal overlap the step's compute; the healthy groups wait "
                                "only for what the heal takes beyond it (the healing group trains along, "
-                               "contributing nothing, until healed)")
+                               "contributing nothing, until healed); with sync_every > 1 nothing overlaps: "
+                               "LocalSGD and DiLoCo all-reduce right after their quorum")
     sync_every: PositiveInt = Field(1, description="steps between synchronisations (torchft's LocalSGD / DiLoCo "
                                     "sync_every; 1: every step, as DDP / HSDP): the quorum and the all-reduce come "
                                     "at each window's end, as torchft 0.2.0 asks them; the survivors of a death "
