@@ -162,7 +162,10 @@ def test_a_late_node_is_admitted_in_the_next_round(backend, store):
 
 
 def test_scale_down_a_member_gone_the_others_form_a_smaller_round(backend, store):
-    with Job(backend, store, 2, 3, keep_alive_interval="1", keep_alive_max_attempt="2") as job:
+    # c10d's handler drops a node whose keep-alive is older than interval x attempts: 5 s, so
+    # that a live node's heartbeat thread starved on a busy machine is not taken for dead
+    # (2 s was, once, beside two CPU-bound processes: a and b did not form together)
+    with Job(backend, store, 2, 3, keep_alive_interval="1", keep_alive_max_attempt="5") as job:
         hs = job.formed("a", "b", "c")
         # c's agent is gone (killed: torch's launcher skips shutdown on a signal); a and b's
         # workers failed with it, and they rendezvous again. c10d's handler keeps a keep-alive
