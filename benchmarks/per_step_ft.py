@@ -168,9 +168,12 @@ def _local_sgd(per: dict) -> list[str]:
                    f"{(x.get('lost_heal_s', 0) + x.get('lost_reconfigure_s', 0)) / h:.1f} h against "
                    f"{(base.get('lost_heal_s', 0) + base.get('lost_reconfigure_s', 0)) / h:.1f} h. A "
                    "group's death mid-window costs the survivors none of it (torchft asks for the "
-                   "quorum at the window's end: reports/validation/validate-quorum-localsgd); what "
-                   "the model does not count is the convergence a window of unsynchronised steps "
-                   "costs, which is the algorithm's, not the rendezvous's.")
+                   "quorum at the window's end: reports/validation/validate-quorum-localsgd), but "
+                   "nothing hides its heal or its quorum call behind compute. What the model does "
+                   "not count: the all-reduce a step saves (`step_time` is the same in both "
+                   "cases, so LocalSGD's gain on a slow network is not here) and the convergence "
+                   "a window of unsynchronised steps costs; both are the training algorithm's, "
+                   "not the rendezvous's.")
     return out
 
 
