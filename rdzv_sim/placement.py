@@ -39,9 +39,7 @@ class Ring:
 
     def owner_indexes(self, members: np.ndarray, key_hashes: np.ndarray) -> np.ndarray:
         """Each key's owner (an index into `hosts`) on the ring of `members` (indexes)."""
-        on = np.zeros(len(self.hosts), dtype=bool)
-        on[members] = True
-        keep = on[self.owner]
+        keep = _mask(len(self.hosts), members)[self.owner]
         points, owner = self.points[keep], self.owner[keep]
         return owner[np.searchsorted(points, key_hashes) % len(points)]
 
@@ -108,15 +106,14 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     if len(rounds) == 1:                 # nothing to move from: no placement to compute
         return pd.DataFrame({k: [0] for k in out}, index=rounds.index)
     keys = np.arange(count)
-    kh = kernels.hash_keys(keys, seed)
     ranked = ranked_by_round(events) if ranked is None else ranked
     names = ranked.names
     members = [np.unique(ranked.of(rnd)[0]) for rnd in rounds["round"]]
     seen = np.unique(np.concatenate(members))
     hosts = names[seen].tolist()
-    ring, on_ring = None, None
+    ring, on_ring, kh = None, None, None
     if "ring" in policies:
-        ring = Ring(hosts, vnodes, seed)
+        ring, kh = Ring(hosts, vnodes, seed), kernels.hash_keys(keys, seed)
         on_ring = np.full(len(names), -1, dtype=np.int64)
         on_ring[seen] = [ring.index[n] for n in hosts]
     shortlist, at = None, None

@@ -73,10 +73,11 @@ def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
         # the longest wait between two commits from the kill until the restart (or 10 s)
         until = kill.restart_at if kill.restart_at is not None else kill.kill_at + 10.0
         commits = [r["t"] for r in mine if r["committed"]]
-        every = [b - a for a, b in zip(commits, commits[1:])]
-        gaps = [b - a for a, b in zip(commits, commits[1:]) if b > kill.kill_at and a < until]
+        pairs = list(zip(commits, commits[1:]))
+        gaps = [b - a for a, b in pairs if b > kill.kill_at and a < until]
         # a window of sync_every steps between two commits (one step: the step itself)
-        period = normal if cfg.sync_every == 1 or not every else statistics.median(every)
+        period = (normal if cfg.sync_every == 1 or not pairs
+                  else statistics.median(b - a for a, b in pairs))
         if gaps:
             stalls.append(max(gaps) - period)
         lost += sum(1 for r in mine if not r["committed"])
@@ -145,9 +146,7 @@ def measure_sim(result, cfg: TorchftRun) -> dict:
         out["heal_stall_s"] = ((heal.t1 - heal.t0) if heal is not None else 0.0) if joined else float("nan")
     if kill.restart_at is not None and kill.group is not None:
         up = next((x.up for x in life if x.group == kill.group and x.up > kill.restart_at), None)
-        # with sync_every > 1 its first quorum call ends its first window (LocalSGD, DiLoCo)
-        first = p.sync_every * p.step_time if p.sync_every > 1 else 0.0
-        out["rejoin_s"] = (up + first - kill.restart_at) if up is not None else float("nan")
+        out["rejoin_s"] = (up + lh.costs.first_call - kill.restart_at) if up is not None else float("nan")
         out["heal_s"] = p.heal_time
     out["survivor_lost_steps"] = sum(1 for s in lh.segments if s.kind == "failure")
     out["survivor_step_went_back"] = any(q.restart for q in lh.quorums[1:])

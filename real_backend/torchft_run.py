@@ -72,7 +72,7 @@ def _replica(args) -> None:
 
     import torch
     import torch.distributed as dist
-    from torchft import Manager, Optimizer, ProcessGroupGloo
+    from torchft import Manager, ProcessGroupGloo
 
     out = open(args.log, "a", buffering=1)
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
@@ -114,14 +114,22 @@ def _replica(args) -> None:
             return getattr(client, name)
 
     manager._client = Recording()
-    if args.sync_every > 1:
-        _local_sgd(args, manager, model, opt, out, seen, healed)
-        manager.shutdown(wait=False)
-        return
+    train = _local_sgd if args.sync_every > 1 else _per_step
+    train(args, manager, model, opt, out, seen, healed)
+    manager.shutdown(wait=False)
+
+
+def _per_step(args, manager, model, opt, out, seen: dict, healed: dict) -> None:
+    """Train with torchft's Optimizer: each step's quorum in `zero_grad`, its gradients
+    all-reduced by the Manager, the commit in `step`. A record a step; `q` when the quorum
+    (and a synchronous heal) returned."""
+    import torch
+    from torchft import Optimizer
+
     optim = Optimizer(manager, opt)
     x = torch.randn(8, 64)
     tails = [0.0]                              # recent steps' backward and all-reduce
-    while time.monotonic() < args.until and not (args.stop_file and os.path.exists(args.stop_file)):
+    while _running(args):
         t0 = time.monotonic()
         before = healed["n"]
         optim.zero_grad()                      # the quorum (with its heal: in the background
@@ -141,24 +149,19 @@ def _replica(args) -> None:
         tails.append(min(time.monotonic() - c, args.step_time / 2))
         step_before = manager.current_step()
         optim.step()                           # commits only if every group's step went well
-        error = manager.errored()
         out.write(json.dumps({"t0": t0, "q": q, "t": time.monotonic(), "group": args.group,
                               "pid": os.getpid(), "step": manager.current_step(),
                               "committed": manager.current_step() > step_before,
-                              "error": None if error is None else
-                              f"{type(error.original_exception).__name__}: "
-                              f"{' '.join(str(error.original_exception).split())[:160]}",
+                              "error": _error_text(manager),
                               "healed": healed["n"] > before,
                               "participants": manager.num_participants(), **seen}) + "\n")
-    manager.shutdown(wait=False)
 
 
 def _local_sgd(args, manager, model, opt, out, seen: dict, healed: dict) -> None:
     """Train with torchft's own LocalSGD: `sync_every` steps on the group's own, then the
     quorum (with a joiner's heal: the synchronous quorum heals inside it), the parameters'
     all-reduce and the commit, in the optimizer's step hook. A record a step; `synced` marks
-    the steps that ended in a sync, `s` when the step's sync began (its quorum call), `q` when
-    the quorum (and heal) returned."""
+    the steps that ended in a sync, `q` when their quorum (and heal) returned."""
     import torch
     from torchft.local_sgd import LocalSGD
 
@@ -172,27 +175,37 @@ def _local_sgd(args, manager, model, opt, out, seen: dict, healed: dict) -> None
     manager.start_quorum = timed
     x = torch.randn(8, 64)
     with LocalSGD(manager, model, opt, sync_every=args.sync_every):
-        while time.monotonic() < args.until and not (args.stop_file and os.path.exists(args.stop_file)):
+        while _running(args):
             t0 = time.monotonic()
             before, step_before = healed["n"], manager.current_step()
             marks.clear()
             opt.zero_grad()
             time.sleep(args.step_time)             # the step's compute
             model(x).sum().backward()
-            s = time.monotonic()
             opt.step()                             # every sync_every-th: quorum, all-reduce, commit
-            error = manager.errored()
             synced = "q" in marks
-            out.write(json.dumps({"t0": t0, "s": s, "q": marks.get("q", t0), "t": time.monotonic(),
+            out.write(json.dumps({"t0": t0, "q": marks.get("q", t0), "t": time.monotonic(),
                                   "group": args.group, "pid": os.getpid(), "synced": synced,
                                   "step": manager.current_step(),
                                   "committed": manager.current_step() > step_before,
-                                  "error": None if error is None else
-                                  f"{type(error.original_exception).__name__}: "
-                                  f"{' '.join(str(error.original_exception).split())[:160]}",
+                                  "error": _error_text(manager),
                                   "healed": healed["n"] > before,
                                   "participants": manager.num_participants() if synced else None,
                                   **(seen if synced else {})}) + "\n")
+
+
+def _running(args) -> bool:
+    """Until `--until`, or until the runner writes the stop file."""
+    return time.monotonic() < args.until and not (args.stop_file and os.path.exists(args.stop_file))
+
+
+def _error_text(manager) -> str | None:
+    """The Manager's error of the last step, on one line (None: none)."""
+    error = manager.errored()
+    if error is None:
+        return None
+    e = error.original_exception
+    return f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"
 
 
 class Lighthouse:
@@ -324,7 +337,7 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
     for p in logs:
         for line in p.read_text().splitlines():
             r = json.loads(line)
-            for k in ("t0", "s", "q", "t", "answered"):
+            for k in ("t0", "q", "t", "answered"):
                 if k in r:
                     r[k] -= start
             steps.append(r)

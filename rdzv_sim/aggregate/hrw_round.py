@@ -196,7 +196,7 @@ class HrwRounds(RoundModel):
         """Each member watches `end` and `probe1` (and `waiting` while not full); rank 0
         deletes round r-2's keys: check, get, 2 adds, the deletes."""
         job, k, r = self.job, self.sizes.key, f.round
-        ml = job.host.lat[job.host.of(f.members) if f.codes is None else f.codes]
+        ml = job.host.lat[job.host.of(f.members)]
         for _ in range(2 if f.nnodes >= job.sc.max_nodes else 3):
             self.fifo.serve(t_ws + ml, k)
         old = self.sizes_of.pop(r - 2, None)
@@ -295,7 +295,7 @@ class HrwRounds(RoundModel):
         listed = host.named(np.sort(mc))
         job.formed(Formed(r, member_names, ranks, rt.t_rank, self.t_join[mc], len(order),
                           host.names[jc[rt.closer]], float(rt.t_assigned), listed, order[0],
-                          digest(listed), saved[1:], codes=mc))
+                          digest(listed), saved[1:]))
         self.t_join[mc] = np.nan
         self.starts = None
         if len(rt.late):

@@ -111,7 +111,7 @@ class AggregateJob(Simulation):
         tr.record(f.t_closed, f.closer, "round_closed", r, world_size=world,
                   detail={"members": f.listed, "count": nn, "holes": 0})
         ranks, t_rank = np.asarray(f.ranks, np.int64), np.asarray(f.t_rank, np.float64)
-        hc = self.host.of(f.members) if f.codes is None else f.codes
+        hc = self.host.of(f.members)          # a HostList's own codes, else one lookup a name
         codes = self.host.traced(hc)
         tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=world,
                        fields={"digest": f.digest, "first_rank": ranks * nproc, "nnodes": nn,

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..protocols.registry import part, register_part
 
 KIND = "aggregate"
@@ -35,7 +33,6 @@ class Formed:
     digest: str
     since: tuple[int, int]    # the model's (ops, bytes) when this round's store work began
     doomed: bool = False      # a member died before the workers started: they wait for it
-    codes: np.ndarray | None = None   # the members as `job.host` codes, when the model has them
 
 
 class RoundModel:

@@ -72,6 +72,13 @@ class Costs:
         return self.overlap and self.sync_every == 1
 
     @property
+    def first_call(self) -> float:
+        """Seconds from a group's start to its first quorum call: none when it syncs every
+        step; with sync_every > 1 (torchft 0.2.0's LocalSGD, DiLoCo) the call ends its first
+        window, whose steps, computed alone, its heal overwrites."""
+        return self.sync_every * self.step_time if self.sync_every > 1 else 0.0
+
+    @property
     def heal_wait(self) -> float:
         """What a heal stalls every member: all of it (synchronous quorum), or what it takes
         beyond the compute before the step's first all-reduce (async: torchft 0.2.0 fetches
@@ -424,8 +431,5 @@ class Lighthouse:
             self.joining = frozenset(m for m in self.joining if m != g)
 
     def _up(self, g: int, t: float) -> None:
-        # with sync_every > 1 (torchft 0.2.0's LocalSGD, DiLoCo) a group's first quorum call
-        # ends its first window: its steps, computed alone, are overwritten by its heal
-        c = self.costs
-        self.live[g] = t + (c.sync_every * c.step_time if c.sync_every > 1 else 0.0)
+        self.live[g] = t + self.costs.first_call
         self.beats.pop(g, None)
