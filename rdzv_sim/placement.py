@@ -17,7 +17,7 @@ import pandas as pd
 
 from hrw import Shortlist, kernels
 
-from .trace import label_codes, runs
+from .trace import distinct, label_codes, runs
 
 
 class Ring:
@@ -83,7 +83,7 @@ def ranked_by_round(events: pd.DataFrame) -> Ranked:
     out = {}
     for a, b in runs(rnd):
         c, r = codes[a:b], rank[a:b]
-        if len(np.unique(c)) < len(c):                    # a node twice: first place, last rank
+        if len(distinct(c, len(names))) < len(c):       # a node twice: first place, last rank
             _, first = np.unique(c, return_index=True)
             _, last = np.unique(c[::-1], return_index=True)
             o = np.argsort(first, kind="stable")
@@ -108,7 +108,7 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     keys = np.arange(count)
     ranked = ranked_by_round(events) if ranked is None else ranked
     names = ranked.names
-    members = [np.unique(ranked.of(rnd)[0]) for rnd in rounds["round"]]
+    members = [distinct(ranked.of(rnd)[0], len(names)) for rnd in rounds["round"]]
     seen = np.unique(np.concatenate(members))
     hosts = names[seen].tolist()
     ring, on_ring, kh = None, None, None

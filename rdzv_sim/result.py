@@ -57,7 +57,9 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
                         summary_table)
     sc = scenario
     events = events_table(rows, sc.name, sc.seed)
-    det = rank_details(events)                       # once: the rounds and the summary read it
+    # once: the rounds and the summary read it (a simulated run's tracer kept it as values)
+    det = getattr(rows, "rank_fields", None)
+    det = rank_details(events) if det is None else det
     rounds = rounds_table(events, round_ops, det)
     ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,

@@ -147,7 +147,6 @@ class AggregateJob(Simulation):
 
     def gave_up(self, t: float, names: list[str], why: str, reason: str) -> None:
         """torch's RendezvousTimeoutError or RendezvousClosedError: these agents exit."""
-        k = len(names)
         self.trace.record_many(t, names, why, fields={"reason": reason})
         self.trace.record_many(t, names, "agent_exit", fields={"reason": why})
         self.exited.update(names)

@@ -142,7 +142,7 @@ def write(advice, out, title: str, objective: str, knobs, elapsed_s: float) -> N
                      f"{base64.b64encode(figures[extra]).decode()}'>")
     note = "`recommended.yaml` is the scenario with the best settings: `rdzv-sim run recommended.yaml`."
     md += [note, ""]
-    h.append(f"<p><code>recommended.yaml</code> is the scenario with the best settings: "
-             f"<code>rdzv-sim run recommended.yaml</code>.</p></body></html>")
+    h.append("<p><code>recommended.yaml</code> is the scenario with the best settings: "
+             "<code>rdzv-sim run recommended.yaml</code>.</p></body></html>")
     (out / "advice.md").write_text("\n".join(md))
     (out / "advice.html").write_text("\n".join(h))

@@ -6,6 +6,7 @@ Large clusters are aggregated (counts over time instead of one line per node), s
 from __future__ import annotations
 
 import io
+import math
 
 import matplotlib
 
@@ -43,7 +44,7 @@ def host_spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataF
     ev_codes, ev_names = label_codes(ev["event"])
     kind = np.array([_KIND.get(e, -1) for e in ev_names], dtype=np.int8)[ev_codes]
     t = ev["t"].to_numpy(dtype=float)
-    rnd = ev["round"].to_numpy(dtype=object)
+    rnd = ev["round"].array                              # as objects only where read
     order = np.argsort(codes, kind="stable")             # by host, in event order within one
 
     def neighbours(sel):
@@ -60,7 +61,8 @@ def host_spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataF
     keep = closed | ~next_same[first]
     i0 = sel[first[keep]]
     run = pd.DataFrame({"node": names[codes[i0]], "t0": t[i0],
-                        "t1": np.where(closed[keep], t[sel[nxt[keep]]], end), "round": rnd[i0]})
+                        "t1": np.where(closed[keep], t[sel[nxt[keep]]], end),
+                        "round": rnd[i0].to_numpy(dtype=object)})
     # up: a node_start opens unless its host is up (the row before it is a node_start);
     # a crash or exit closes a host that is up, at the span its first node_start opened
     sel = order[kind[order] != 1]
@@ -94,11 +96,12 @@ def _steps(starts, stops, weights, end: float):
     first, so a span that ends where another starts (or one of zero length) makes no spike."""
     if not len(starts):
         return np.array([0.0, end]), np.array([0, 0])
-    times, inverse = np.unique(np.concatenate([np.asarray(starts, dtype=float),
-                                               np.asarray(stops, dtype=float)]), return_inverse=True)
     weights = np.asarray(weights)
-    delta = np.zeros(len(times), dtype=weights.dtype)
-    np.add.at(delta, inverse, np.concatenate([weights, -weights]))
+    # summed per distinct time by hashing, not by sorting every span's ends: a round's hosts
+    # start and leave together, so a frontier run has millions of ends and few distinct times
+    at = np.concatenate([np.asarray(starts, dtype=float), np.asarray(stops, dtype=float)])
+    by_time = pd.Series(np.concatenate([weights, -weights])).groupby(at, sort=True).sum()
+    times, delta = by_time.index.to_numpy(dtype=float), by_time.to_numpy()
     t = np.concatenate([[0.0], times, [end]])
     c = np.concatenate([[0], np.cumsum(delta), [0]])
     c[-1] = c[-2]
@@ -171,21 +174,35 @@ def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes:
     return _png(fig)
 
 
-def latency(events: pd.DataFrame) -> bytes:
+LATENCY_SAMPLE = 200_000      # node-rounds a latency histogram reads at most
+
+
+def latency(events: pd.DataFrame, summary: pd.DataFrame | None = None) -> bytes:
+    """The histogram of node latencies; a frontier run has millions, so an evenly spaced
+    sample of `LATENCY_SAMPLE` draws it, and its p50 and p99 lines are the summary's (all)."""
     from ..trace import parse_details
-    got = parse_details(events["detail"], (events["event"] == "rank_assigned").to_numpy(),
-                        ("latency",))["latency"]
+    rows = np.flatnonzero((events["event"] == "rank_assigned").to_numpy())
+    step = -(-len(rows) // LATENCY_SAMPLE) if len(rows) else 1
+    mask = np.zeros(len(events), dtype=bool)
+    mask[rows[::step]] = True
+    got = parse_details(events["detail"], mask, ("latency",))["latency"]
     lat = pd.to_numeric(pd.Series(got), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     lat = lat[np.isfinite(lat)]
+    whole = {}
+    if summary is not None and len(summary):
+        whole = {q: float(summary[f"rdzv_latency_p{q}"].iloc[0]) for q in (50, 99)
+                 if f"rdzv_latency_p{q}" in summary}
     fig, ax = plt.subplots(figsize=(10, 3))
     if len(lat):
         ax.hist(lat, bins=min(60, max(10, len(lat) // 5)), color="tab:purple")
         for q, style in ((50, "-"), (99, "--")):
-            v = np.percentile(lat, q)
+            v = whole.get(q, math.nan)
+            v = v if math.isfinite(v) else np.percentile(lat, q)
             ax.axvline(v, color="black", ls=style, lw=1, label=f"p{q} = {v:.3g} s")
         ax.legend(fontsize=8)
+    sampled = f" (a sample: one in {step} of {len(rows):,})" if step > 1 else ""
     ax.set_xlabel("rendezvous latency per node: join started -> rank known (s)")
-    ax.set_ylabel("node-rounds")
+    ax.set_ylabel(f"node-rounds{sampled}")
     ax.set_title("Rendezvous latency distribution")
     return _png(fig)
 
@@ -311,7 +328,7 @@ def all_figures(tables: dict, duration: float, nodes: int) -> dict[str, bytes]:
     ev, rounds = tables["events"], tables["rounds"]
     return {
         "timeline": timeline(ev, rounds, duration, nodes),
-        "latency": latency(ev),
+        "latency": latency(ev, tables.get("summary")),
         "store_load": store_load(tables.get("store_load"), duration),
         "shards": shards(rounds),
         "goodput": goodput(ev, rounds, duration, nodes),

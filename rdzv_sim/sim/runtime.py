@@ -9,7 +9,6 @@ waiting node costs no events until what it waits for happens.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import simpy

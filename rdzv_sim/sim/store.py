@@ -5,7 +5,6 @@ reads park a waiter event on their keys; a write wakes exactly the waiters it co
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import simpy
 

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..trace import runs
+from ..trace import as_objects, runs
 
 # events that end a member's training: it left the round, crashed, paused or its agent exited
 STOPS = ("round_left", "fault_crash", "agent_exit", "fault_pause")
@@ -42,8 +42,8 @@ def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
     rnd = m["round"].to_numpy(dtype=np.int64)
     t0s = m["t0"].to_numpy(dtype=float)
     stop = m["stop"].to_numpy(dtype=float, na_value=np.nan)
-    nodes = m["node"].to_numpy(dtype=object)
-    what = m["stop_event"].to_numpy(dtype=object)
+    nodes = as_objects(m["node"])
+    what = as_objects(m["stop_event"])
     row = m["row"].to_numpy(dtype=float, na_value=np.nan)
     details = ev["detail"]
     rows = []

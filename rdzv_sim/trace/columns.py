@@ -1,0 +1,95 @@
+"""The events table's columns: their types, and the numpy helpers every table reads them with."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+SCHEMA_VERSION = 1
+EVENT_COLUMNS = ["t", "node", "event", "round", "rank", "world_size", "detail"]
+# a host's steps in a rendezvous that no table reads: what `outputs.events: lean` leaves out
+# (its join, which starts a round in the rounds table, its rank, workers and leaving stay)
+STEPS = frozenset({"rendezvous_start", "confirmed"})
+
+
+def _strings(arr):
+    """An Arrow string array as the pandas column type plain strings get (pandas 3: Arrow-backed
+    `str`, no copy; before: Python objects)."""
+    try:
+        from pandas.core.arrays.string_arrow import ArrowStringArray
+        return ArrowStringArray(arr, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    except (TypeError, ValueError, ImportError):
+        return np.array(arr.to_pylist(), dtype=object)
+
+
+NA = -(2 ** 63)                     # "no value" in the integer columns of the tracer
+
+
+def nullable_int32(values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArray:
+    """Round, rank and world size as pandas' nullable Int32 (5 bytes a row, not 9: rounds and
+    ranks stay far below 2**31 even for a 100,000-GPU job)."""
+    v = values.astype(np.int32)
+    v[missing] = 0
+    return pd.arrays.IntegerArray(v, missing)
+
+
+def labels_of(codes: np.ndarray, values: list[str]) -> pd.Categorical:
+    """A node or event column as a categorical: one small code a row instead of a string (a
+    frontier run has 10^7 rows and a few thousand names); compares and groups like strings."""
+    order = np.argsort(np.array(values, dtype=object), kind="stable")   # sorted categories:
+    remap = np.empty(len(values), dtype=np.int32)                       # sorting by node or
+    remap[order] = np.arange(len(values), dtype=np.int32)               # event sorts by name
+    small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
+    return pd.Categorical.from_codes(remap[codes].astype(small),
+                                     pd.Index([values[i] for i in order], dtype="str"))
+
+
+def label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A node or event column's codes and labels (object): a categorical's own (a run's
+    tables), else factorized in sorted order (a table read from CSV)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(), np.asarray(col.cat.categories, dtype=object)
+    codes, labels = pd.factorize(col.astype(str), sort=True)
+    return codes, np.asarray(labels, dtype=object)
+
+
+def as_objects(col: pd.Series) -> np.ndarray:
+    """A column as Python objects (missing: None); a categorical's through its few labels (its
+    own to_numpy builds a string a row)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()
+        labels = np.asarray(col.cat.categories, dtype=object)
+        out = labels[np.maximum(codes, 0)]
+        out[codes < 0] = None
+        return out
+    return col.to_numpy(dtype=object, na_value=None)
+
+
+def distinct(codes: np.ndarray, size: int) -> np.ndarray:
+    """The distinct values of `codes` (ints in [0, size)), sorted: a mark a value, no sort,
+    for a frontier round's 10^4 members out of as many names."""
+    if len(codes) * 8 < size:
+        return np.unique(codes)
+    mark = np.zeros(size, dtype=bool)
+    mark[codes] = True
+    return np.flatnonzero(mark)
+
+
+def runs(keys: np.ndarray) -> list[tuple[int, int]]:
+    """(start, end) of each run of equal values in sorted `keys`: a numpy slice a group, where a
+    pandas groupby builds a frame each (a frontier round has 10^4 members)."""
+    cuts = (np.flatnonzero(np.diff(keys)) + 1).tolist()
+    return list(zip([0, *cuts], [*cuts, len(keys)])) if len(keys) else []
+
+
+
+
+def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
+    # one value on every row: a long table (~10^7 rows) holds it once, as a categorical
+    def same(value):
+        if len(df) <= 1000:
+            return value
+        return pd.Categorical.from_codes(np.zeros(len(df), np.int8), [value])
+    df.insert(0, "schema_version", same(SCHEMA_VERSION))
+    df.insert(1, "scenario", same(scenario))
+    df.insert(2, "seed", same(seed))
+    return df

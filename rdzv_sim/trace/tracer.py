@@ -1,0 +1,286 @@
+"""`Tracer`: what every runtime records events through, kept columnar until the table is built."""
+from __future__ import annotations
+
+import json
+from array import array
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ..events import check
+from .columns import NA, _strings, labels_of, nullable_int32
+from .details import RANK_FIELDS
+
+RANK = "rank_assigned"
+
+# one encoder for every detail (json.dumps with options builds a new encoder per call)
+_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
+def render_details(n: int, fields: dict) -> pa.LargeStringArray:
+    """`n` JSON details (sorted keys, no spaces: the encoder's own form) from columns: each field
+    one value for all or a numpy array of ints or floats, one a row. Arrow writes the numbers
+    (shortest round-trip digits, as repr: `2` where Python writes `2.0`), no Python per row."""
+    import pyarrow.compute as pc
+    pieces, text = [], ""
+    for i, key in enumerate(sorted(fields)):
+        value = fields[key]
+        text += ("{" if i == 0 else ",") + _encode(key) + ":"
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind == "f" and not np.isfinite(value).all():
+                raise ValueError(f"detail {key!r}: not a finite number (JSON has none)")
+            pieces += [pa.scalar(text, pa.large_string()), pc.cast(pa.array(value), pa.large_string())]
+            text = ""
+        else:
+            text += _encode(value)
+    text += "}"
+    if not pieces:
+        return pa.repeat(pa.scalar(text, pa.large_string()), n)
+    return pc.binary_join_element_wise(*pieces, pa.scalar(text, pa.large_string()),
+                                       pa.scalar("", pa.large_string()))
+
+
+@dataclass
+class _Block:
+    """Events recorded together: one event, round and world size for all (`record_many`), or
+    one a row (single events, flushed), a time, node and rank per row, and their details as
+    one Arrow string array."""
+    t: np.ndarray
+    node: np.ndarray              # int32 codes into Tracer.names
+    event: int | np.ndarray
+    round: int | np.ndarray       # NA: none
+    world_size: int | np.ndarray
+    rank: np.ndarray | None       # None: no rank
+    detail: pa.Array
+    # RANK_FIELDS of its rank_assigned rows, in order, as recorded (None: came as text)
+    ranked: dict | None = None
+
+
+class Tracer:
+    """Collects events as they happen and builds the events table once at the end. Single
+    events go to typed arrays; many at once (`record_many`, what the aggregate fidelity writes
+    a round at a time) stay numpy and Arrow blocks: a frontier run records ~10^7 events, and a
+    Python object or string per row would cost more than the whole simulation."""
+
+    def __init__(self, leave_out=frozenset()):
+        self._new_rows()
+        self.leave_out = frozenset(leave_out)     # event kinds not kept (listeners see them)
+        self.blocks: list[_Block] = []
+        self.names: list[str] = []
+        self.kinds: list[str] = []
+        self._name_ix: dict[str, int] = {}
+        self._kind_ix: dict[str, int] = {}
+        # a requeued job starts on a fresh store at round 0 again; the tables number rounds
+        # across requeues (the job's attempts), so this offset is added to every round
+        self.round_offset = 0
+        # called with each event as it is recorded, until one returns True (a fault that
+        # waits for one: rdzv_sim.scenario.faults.After); empty, recording costs nothing more
+        self.listeners: list = []
+        self.max_round = -1
+        # the tables read a few fields of every rank_assigned detail: kept as values when
+        # recorded, so a run's tables need not parse millions of details back
+        # (`rank_fields`, set by take_columns; None where some came as text)
+        self.rank_fields: dict[str, np.ndarray] | None = None
+
+    def _new_rows(self) -> None:
+        self.t = array("d")
+        self.node = array("i")           # index into self.names
+        self.event = array("i")          # index into self.kinds
+        self.round = array("q")
+        self.rank = array("q")
+        self.world_size = array("q")
+        # details as one UTF-8 buffer and end offsets (Arrow's layout: no object per row)
+        self.detail_buf = bytearray()
+        self.detail_end = array("q")
+        self.ranked: dict[str, list] = {f: [] for f in RANK_FIELDS}
+
+    def _ix(self, table: dict, values: list, key: str) -> int:
+        i = table.get(key)
+        if i is None:
+            i = table[key] = len(values)
+            values.append(key)
+        return i
+
+    def _event(self, event) -> int:
+        i = self._kind_ix.get(event)
+        if i is None:
+            event = check(event)                  # once per name: an unknown one is refused
+            i = self._ix(self._kind_ix, self.kinds, event)
+        return i
+
+    def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
+        ev = self._event(event)                   # first: a refused event writes nothing
+        if rnd is not None:
+            rnd += self.round_offset
+            if rnd > self.max_round:
+                self.max_round = rnd
+        if event in self.leave_out:
+            self._tell(t, node, event, rnd, detail)
+            return
+        self.t.append(t)
+        self.node.append(self._ix(self._name_ix, self.names, node))
+        self.event.append(ev)
+        self.round.append(NA if rnd is None else rnd)
+        self.rank.append(NA if rank is None else rank)
+        self.world_size.append(NA if world_size is None else world_size)
+        if detail:
+            self.detail_buf += _encode(detail).encode()
+        self.detail_end.append(len(self.detail_buf))
+        if event == RANK:
+            for f, v in self.ranked.items():
+                v.append(detail.get(f) if detail else None)
+        self._tell(t, node, event, rnd, detail)
+
+    def _tell(self, t, node, event, rnd, detail) -> None:
+        """The listeners hear every single event, kept or not, until one says it is done."""
+        if self.listeners:
+            self.listeners = [f for f in self.listeners if not f(t, node, event, rnd, detail)]
+
+    def codes(self, nodes) -> np.ndarray:
+        """The nodes' numbers in this trace (new names get one): what `record_many` takes in
+        place of names, when a caller records the same nodes several times."""
+        known = self._name_ix
+        try:
+            return np.fromiter(map(known.__getitem__, nodes), np.int32, len(nodes))
+        except KeyError:
+            return np.array([self._ix(known, self.names, x) for x in nodes], np.int32)
+
+    def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None,
+                    fields=None):
+        """One event for many nodes at once. `nodes`: names, or their `codes`; `t`: one time or
+        one a node; `details`: JSON strings, already encoded, or `fields`: the details as
+        columns (`render_details`)."""
+        n = len(nodes)
+        ev = self._event(event)
+        if rnd is not None:
+            rnd += self.round_offset
+            self.max_round = max(self.max_round, rnd)
+        if event in self.leave_out:
+            return
+        ix = (nodes if isinstance(nodes, np.ndarray) and nodes.dtype.kind in "iu"
+              else self.codes(nodes))
+        t = np.full(n, t, np.float64) if np.ndim(t) == 0 else np.asarray(t, np.float64)
+        ranked = None
+        if fields is not None:
+            detail = render_details(n, fields)
+            if event == RANK:
+                ranked = {f: _values(fields.get(f), n) for f in RANK_FIELDS}
+        elif details is not None:
+            detail = pa.array(details, pa.large_string())
+        else:
+            detail = pa.repeat(pa.scalar("", pa.large_string()), n)
+        self._flush_rows()
+        self.blocks.append(_Block(t, ix, ev, NA if rnd is None else rnd,
+                                  NA if world_size is None else world_size,
+                                  None if ranks is None else np.asarray(ranks, np.int64), detail,
+                                  ranked))
+
+    def _flush_rows(self) -> None:
+        """The single events recorded so far become a block (keeps the order of recording)."""
+        if not len(self.t):
+            return
+        offsets = np.empty(len(self.detail_end) + 1, dtype=np.int64)
+        offsets[0] = 0
+        offsets[1:] = np.frombuffer(self.detail_end, dtype=np.int64)
+        detail = pa.LargeStringArray.from_buffers(len(self.t), pa.py_buffer(offsets),
+                                                  pa.py_buffer(self.detail_buf))   # no copy
+        self.blocks.append(_Block(np.array(self.t, np.float64), np.array(self.node, np.int32),
+                                  np.array(self.event, np.int32), np.array(self.round, np.int64),
+                                  np.array(self.world_size, np.int64),
+                                  np.array(self.rank, np.int64), detail,
+                                  {f: _values(v, len(v)) for f, v in self.ranked.items()}))
+        self._new_rows()
+
+    def __len__(self) -> int:
+        return len(self.t) + sum(len(b.t) for b in self.blocks)
+
+    @property
+    def rows(self) -> list[tuple]:
+        """The events as tuples (t, node, event, round, rank, world_size, detail), in the order
+        they were recorded."""
+        self._flush_rows()
+        def val(x):
+            return None if x == NA else int(x)
+        out = []
+        for b in self.blocks:
+            n = len(b.t)
+            col = {c: (getattr(b, c) if isinstance(getattr(b, c), np.ndarray)
+                       else np.full(n, getattr(b, c))) for c in ("event", "round", "world_size")}
+            rank = b.rank if b.rank is not None else np.full(n, NA)
+            det = b.detail.to_pylist()
+            out += [(float(b.t[i]), self.names[b.node[i]], self.kinds[col["event"][i]],
+                     val(col["round"][i]), val(rank[i]), val(col["world_size"][i]), det[i])
+                    for i in range(n)]
+        return out
+
+    def take_columns(self) -> dict:
+        """The event columns in time order (stable), emptying the tracer as it goes: a long
+        run's trace is large, it should not be held twice while the table is built. Sets
+        `rank_fields` to the rank_assigned rows' RANK_FIELDS in that order."""
+        self._flush_rows()
+        blocks, self.blocks = self.blocks, []
+        sizes = [len(b.t) for b in blocks]
+
+        def column(get, dtype):
+            parts = [np.broadcast_to(np.asarray(get(b), dtype), (k,)) for b, k in zip(blocks, sizes)]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+        t = column(lambda b: b.t, np.float64)
+        order = None
+        if len(t) > 1 and not (np.diff(t) >= 0).all():   # the aggregate model writes ahead
+            order = np.argsort(t, kind="stable")
+            t = t[order]
+
+        def pick(v):
+            return v if order is None else v[order]
+
+        def ints(get):
+            v = pick(column(lambda b: NA if get(b) is None else get(b), np.int64))
+            return nullable_int32(v, v == NA)
+
+        event = column(lambda b: b.event, np.int32)
+        self.rank_fields = self._ranked(blocks, event, order)
+        cols = {"t": t,
+                "node": labels_of(pick(column(lambda b: b.node, np.int32)), self.names),
+                "event": labels_of(pick(event), self.kinds),
+                "round": ints(lambda b: b.round), "rank": ints(lambda b: b.rank),
+                "world_size": ints(lambda b: b.world_size)}
+        del event
+        detail = pa.chunked_array([b.detail for b in blocks], pa.large_string())
+        del blocks
+        detail = detail.combine_chunks() if detail.num_chunks else pa.array([], pa.large_string())
+        if order is not None:
+            detail = detail.take(pa.array(order))
+        cols["detail"] = _strings(detail)
+        return cols
+
+    def _ranked(self, blocks, event: np.ndarray, order) -> dict | None:
+        """The blocks' rank_assigned fields, in the order `order` puts their rows in."""
+        if RANK not in self._kind_ix:
+            return {f: np.zeros(0, float if f != "digest" else object) for f in RANK_FIELDS}
+        if any(b.ranked is None for b in blocks if np.any(b.event == self._kind_ix[RANK])):
+            return None
+        got = {f: np.concatenate([b.ranked[f] for b in blocks if b.ranked is not None])
+               for f in RANK_FIELDS}
+        if order is None:
+            return got
+        is_rank = event == self._kind_ix[RANK]
+        nth = np.cumsum(is_rank, dtype=np.int32) - 1  # a rank row's place among them, as recorded
+        at = nth[order[is_rank[order]]]
+        return {f: v[at] for f, v in got.items()}
+
+
+def _values(value, n: int) -> np.ndarray:
+    """A field's values for `n` rows: numbers as floats (NaN: none), anything else as objects."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
+        return value.astype(np.float64)
+    if isinstance(value, list):
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return np.array(value, np.float64)
+        return np.array(value + [None], dtype=object)[:-1]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return np.full(n, value, np.float64)
+    out = np.empty(n, dtype=object)
+    out[:] = [value] * n if n else []
+    return out
