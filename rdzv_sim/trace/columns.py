@@ -36,10 +36,10 @@ def labels_of(codes: np.ndarray, values: list[str]) -> pd.Categorical:
     """A node or event column as a categorical: one small code a row instead of a string (a
     frontier run has 10^7 rows and a few thousand names); compares and groups like strings."""
     order = np.argsort(np.array(values, dtype=object), kind="stable")   # sorted categories:
-    remap = np.empty(len(values), dtype=np.int32)                       # sorting by node or
-    remap[order] = np.arange(len(values), dtype=np.int32)               # event sorts by name
     small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
-    return pd.Categorical.from_codes(remap[codes].astype(small),
+    remap = np.empty(len(values), dtype=small)                          # sorting by node or
+    remap[order] = np.arange(len(values), dtype=small)                  # event sorts by name
+    return pd.Categorical.from_codes(remap[codes],
                                      pd.Index([values[i] for i in order], dtype="str"))
 
 

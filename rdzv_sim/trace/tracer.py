@@ -216,59 +216,89 @@ class Tracer:
 
     def take_columns(self) -> dict:
         """The event columns in time order (stable), emptying the tracer as it goes: a long
-        run's trace is large, it should not be held twice while the table is built. Sets
-        `rank_fields` to the rank_assigned rows' RANK_FIELDS in that order."""
+        run's trace is large, so each block's part of a column is dropped once it is read,
+        and no column passes through a wider type than its own. Sets `rank_fields` to the
+        rank_assigned rows' RANK_FIELDS in that order."""
         self._flush_rows()
         blocks, self.blocks = self.blocks, []
         sizes = [len(b.t) for b in blocks]
-
-        def column(get, dtype):
-            parts = [np.broadcast_to(np.asarray(get(b), dtype), (k,)) for b, k in zip(blocks, sizes)]
-            return np.concatenate(parts) if parts else np.zeros(0, dtype)
-
-        t = column(lambda b: b.t, np.float64)
+        self.rank_fields = self._ranked(blocks)
+        t = self._column(blocks, sizes, "t", np.float64)
         order = None
-        if len(t) > 1 and not (np.diff(t) >= 0).all():   # the aggregate model writes ahead
+        if len(t) > 1 and not (t[1:] >= t[:-1]).all():   # the aggregate model writes ahead
             order = np.argsort(t, kind="stable")
             t = t[order]
 
         def pick(v):
             return v if order is None else v[order]
 
-        def ints(get):
-            v = pick(column(lambda b: NA if get(b) is None else get(b), np.int64))
-            return nullable_int32(v, v == NA)
+        def labels(attr, values):
+            small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
+            return labels_of(pick(self._column(blocks, sizes, attr, small)), values)
 
-        event = column(lambda b: b.event, np.int32)
-        self.rank_fields = self._ranked(blocks, event, order)
-        cols = {"t": t,
-                "node": labels_of(pick(column(lambda b: b.node, np.int32)), self.names),
-                "event": labels_of(pick(event), self.kinds),
-                "round": ints(lambda b: b.round), "rank": ints(lambda b: b.rank),
-                "world_size": ints(lambda b: b.world_size)}
-        del event
+        def ints(attr):
+            values, missing = self._ints(blocks, sizes, attr)
+            return nullable_int32(pick(values), pick(missing))
+
+        cols = {"t": t, "node": labels("node", self.names), "event": labels("event", self.kinds),
+                "round": ints("round"), "rank": ints("rank"), "world_size": ints("world_size")}
         detail = pa.chunked_array([b.detail for b in blocks], pa.large_string())
         del blocks
-        detail = detail.combine_chunks() if detail.num_chunks else pa.array([], pa.large_string())
         if order is not None:
             detail = detail.take(pa.array(order))
-        cols["detail"] = _strings(detail)
+        cols["detail"] = _strings(detail)       # chunked as taken: a copy less
         return cols
 
-    def _ranked(self, blocks, event: np.ndarray, order) -> dict | None:
-        """The blocks' rank_assigned fields, in the order `order` puts their rows in."""
-        if RANK not in self._kind_ix:
+    @staticmethod
+    def _column(blocks, sizes, attr, dtype) -> np.ndarray:
+        """`attr` of every block in recording order (a block's one value broadcast), each
+        block's own array dropped once copied."""
+        out = np.empty(sum(sizes), dtype)
+        i = 0
+        for b, k in zip(blocks, sizes):
+            out[i:i + k] = getattr(b, attr)
+            setattr(b, attr, None)
+            i += k
+        return out
+
+    @staticmethod
+    def _ints(blocks, sizes, attr) -> tuple[np.ndarray, np.ndarray]:
+        """An integer column as int32 values and a missing mask (NA or None: missing)."""
+        values, missing = np.empty(sum(sizes), np.int32), np.empty(sum(sizes), bool)
+        i = 0
+        for b, k in zip(blocks, sizes):
+            v = getattr(b, attr)
+            if v is None or np.ndim(v) == 0:
+                gone = v is None or v == NA
+                values[i:i + k], missing[i:i + k] = 0 if gone else v, gone
+            else:
+                gone = v == NA
+                values[i:i + k], missing[i:i + k] = np.where(gone, 0, v), gone
+            setattr(b, attr, None)
+            i += k
+        return values, missing
+
+    def _ranked(self, blocks) -> dict | None:
+        """The blocks' rank_assigned fields in the table's order: the global sort is stable,
+        so among themselves the rank rows keep the order a stable sort of their own times
+        gives."""
+        code = self._kind_ix.get(RANK)
+        if code is None:
             return {f: np.zeros(0, float if f != "digest" else object) for f in RANK_FIELDS}
-        if any(b.ranked is None for b in blocks if np.any(b.event == self._kind_ix[RANK])):
-            return None
-        got = {f: np.concatenate([b.ranked[f] for b in blocks if b.ranked is not None])
-               for f in RANK_FIELDS}
-        if order is None:
-            return got
-        is_rank = event == self._kind_ix[RANK]
-        nth = np.cumsum(is_rank, dtype=np.int32) - 1  # a rank row's place among them, as recorded
-        at = nth[order[is_rank[order]]]
-        return {f: v[at] for f, v in got.items()}
+        times, got = [], {f: [] for f in RANK_FIELDS}
+        for b in blocks:
+            is_rank = b.event == code
+            if not np.any(is_rank):
+                continue
+            if b.ranked is None:
+                return None
+            times.append(b.t if np.ndim(is_rank) == 0 else b.t[is_rank])
+            for f in RANK_FIELDS:
+                got[f].append(b.ranked[f])
+        if not times:
+            return {f: np.zeros(0, float if f != "digest" else object) for f in RANK_FIELDS}
+        at = np.argsort(np.concatenate(times), kind="stable")
+        return {f: np.concatenate(v)[at] for f, v in got.items()}
 
 
 def _values(value, n: int) -> np.ndarray:
