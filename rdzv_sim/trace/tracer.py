@@ -244,9 +244,11 @@ class Tracer:
                 "round": ints("round"), "rank": ints("rank"), "world_size": ints("world_size")}
         detail = pa.chunked_array([b.detail for b in blocks], pa.large_string())
         del blocks
+        # one array, the blocks' freed, then sorted (Arrow's chunked take would hold both)
+        detail = detail.combine_chunks() if detail.num_chunks else pa.array([], pa.large_string())
         if order is not None:
             detail = detail.take(pa.array(order))
-        cols["detail"] = _strings(detail)       # chunked as taken: a copy less
+        cols["detail"] = _strings(detail)
         return cols
 
     @staticmethod
