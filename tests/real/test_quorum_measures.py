@@ -1,0 +1,46 @@
+"""What `rdzv-sim validate` reads from torchft's step records (no torchft needed): with the
+asynchronous quorum a heal shows only as the healer's first step outlasting a normal one."""
+import math
+
+from real_backend.quorum_validate import calibrated, measure_real
+from real_backend.torchft_run import GroupFault, TorchftRun
+
+
+def records(first_healed_step: float) -> list[dict]:
+    """Three groups stepping every 0.25 s; group 1 dies at 1.0 s and is back at 2.125 s, its first
+    step (healing) taking `first_healed_step`; the others wait for it in the
+    all-reduce."""
+    out = []
+    for g in range(3):
+        t, step, pid = 0.0, 0, 100 + g
+        while t < 4.0:
+            if g == 1 and 1.0 <= t < 2.0:
+                t, pid = 2.125, 200
+                continue
+            back = g == 1 and pid == 200 and not any(r["group"] == 1 and r["pid"] == 200 for r in out)
+            length = first_healed_step if (back or (g != 1 and 2.125 <= t < 2.375)) else 0.25
+            members = ["g0", "g2"] if 1.0 <= t < 2.125 else ["g0", "g1", "g2"]
+            out.append({"group": g, "pid": pid, "step": step, "t0": t, "q": t + 0.01,
+                        "answered": t + 0.01, "t": t + length, "committed": True,
+                        "heal": back, "healed": back, "replicas": members})
+            t, step = t + length, step + 1
+    return out
+
+
+def config() -> TorchftRun:
+    return TorchftRun(groups=3, step_time=0.25, async_quorum=True,
+                      faults=[GroupFault(1, kill_at=1.0, restart_at=2.0)])
+
+
+def test_an_async_heal_that_outlasts_its_step_is_that_step():
+    m = measure_real(records(0.625), config())
+    assert m["heal_s"] == 0.625
+    assert m["step_s"] == 0.25
+
+
+def test_an_async_heal_hidden_in_its_step_is_not_measured_and_calibrates_nothing():
+    m = measure_real(records(0.25), config())
+    assert math.isnan(m["heal_s"])
+    from rdzv_sim.scenario.load import load
+    sc = load("validate-quorum-async")
+    assert calibrated(sc, m["heal_s"]) == (sc, None)
