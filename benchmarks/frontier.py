@@ -143,8 +143,7 @@ def report(out: dict) -> str:
     if out.get("against"):
         L += ["", f"'{out['against']}, same run': those rows on commit {out['against']} too, each "
               "right after ours on the same machine (`--against`): this machine's speed drifts "
-              "by up to a third between runs minutes apart, so only such pairs compare. Rows "
-              "there keep every host event (lean tables came later)."]
+              "by up to a third between runs minutes apart, so only such pairs compare."]
     L += ["", "'kernel share of CPU': the process's system time over its CPU time. On this VM "
           "the kernel is slow to hand a process memory it has not touched before (a perf "
           "profile of the events table's build: 64% of its time in `clear_page_erms`, zeroing "
