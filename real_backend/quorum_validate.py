@@ -104,13 +104,15 @@ def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
             out["heal_s"] = ((healing[0]["q"] - healing[0].get("answered", healing[0]["t0"]))
                              if healing else float("nan"))
         elif healing:
-            # async: the heal runs behind the healer's first step and shows only where that
-            # step outlasts nine in ten normal ones; then the whole step is the heal (the
-            # model's stall is heal - step)
-            first = healing[0]["t"] - healing[0]["t0"]
-            usual = statistics.quantiles([r["t"] - r["t0"] for r in steps
-                                          if r["committed"] and not r["healed"]], n=10)[-1]
-            out["heal_s"] = first if first > usual else float("nan")
+            # async: the heal starts at the Lighthouse's answer, behind the healer's step, and
+            # shows only where the rest of that step outlasts nine in ten normal ones; then
+            # that rest is the heal (the model's stall is heal - step). Not from the step's
+            # start: the healer's call waits there for the others' next step
+            def rest(r):
+                return r["t"] - r.get("answered", r["t0"])
+            usual = statistics.quantiles([rest(r) for r in steps if r["committed"] and not r["healed"]],
+                                         n=10)[-1]
+            out["heal_s"] = rest(healing[0]) if rest(healing[0]) > usual else float("nan")
     out["survivor_lost_steps"], out["survivor_step_went_back"] = lost, back
     out["windows"] = windows(steps, survivors)
     return out
@@ -224,8 +226,9 @@ def validate_quorum(sc, out: str | Path) -> dict:
              "the Lighthouse) and their stall while the recovered group heals; the quorum windows "
              "must match. The heal's own length is this machine's: the simulation takes its "
              "bandwidth from the real run's heal (`heal_s` matches by construction; with the "
-             "asynchronous quorum the heal is the healer's first step, when it outlasts a normal "
-             "one, and the scenario's bandwidth stays when it does not).", "", "| measure | real | simulated | error |", "|---|---|---|---|"]
+             "asynchronous quorum the heal is the rest of the healer's first step after the "
+             "Lighthouse's answer, when it outlasts a normal one, and the scenario's bandwidth "
+             "stays when it does not).", "", "| measure | real | simulated | error |", "|---|---|---|---|"]
     lines += [f"| {k} | {r:.3f} | {s:.3f} | {e:.0%} |" for k, r, s, e in rows]
     lines += ["", "| check | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in verdict.items() if not k.endswith(("_real", "_sim", "_error"))]
