@@ -44,9 +44,11 @@ class KeyRanking:
             s = kernels.fmix64_(kernels.hash_keys(_id_bytes(new), self.seed) ^ self._key_hash)
             known.update(zip(new, s.tolist()))
             s = np.fromiter(map(known.__getitem__, nodes), np.uint64, len(nodes))
-        if len(np.unique(s)) != len(s):
-            # a repeated node (refused there) or two ids whose 64-bit hashes collide: the
-            # placement's exact path decides
+        order = np.argsort(~s, kind="stable")
+        best = s[order]
+        if (best[1:] == best[:-1]).any():
+            # a repeated node (refused there) or two ids whose 64-bit hashes collide (equal
+            # scores sort next to each other): the placement's exact path decides
             return Placement(nodes, seed=self.seed).rank_order(self.key)
         ids = np.fromiter(nodes, dtype=object, count=len(nodes))   # no Python loop per node
-        return ids[np.argsort(~s, kind="stable")].tolist()
+        return ids[order].tolist()
