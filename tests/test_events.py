@@ -60,3 +60,20 @@ def test_every_event_the_code_writes_is_listed():
     assert len(found) > 60                       # the scan sees the code's events
     unknown = [(w, n) for w, n in found if n not in NAMES and not n.startswith("node")]
     assert not unknown, unknown
+
+
+def test_details_follow_their_rows_into_time_order():
+    """Blocks written ahead, with a detail a row, one detail for all, or none, and single
+    events between them: each row keeps its own detail once the table is in time order."""
+    import numpy as np
+    tr = Tracer()
+    tr.record_many([5.0, 1.0, 3.0], ["a", "b", "c"], "join", 0, fields={"slot": np.array([1, 2, 3])})
+    tr.record(2.0, "a", "node_start", detail={"why": "start"})
+    tr.record_many(4.0, ["a", "b"], "round_left", 0, fields={"reason": "peer_failed"})
+    tr.record_many([0.5, 6.0], ["b", "c"], "workers_started", 0)
+    tr.record_many(2.5, ["c"], "round_left", 0, fields={"reason": "peer_failed"})
+    ev = events_table(tr, "s", 0)
+    assert ev["t"].tolist() == [0.5, 1.0, 2.0, 2.5, 3.0, 4.0, 4.0, 5.0, 6.0]
+    assert ev["detail"].tolist() == ['', '{"slot":2}', '{"why":"start"}', '{"reason":"peer_failed"}',
+                                     '{"slot":3}', '{"reason":"peer_failed"}', '{"reason":"peer_failed"}',
+                                     '{"slot":1}', '']

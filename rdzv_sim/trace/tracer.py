@@ -22,6 +22,12 @@ def render_details(n: int, fields: dict) -> pa.LargeStringArray:
     """`n` JSON details (sorted keys, no spaces: the encoder's own form) from columns: each field
     one value for all or a numpy array of ints or floats, one a row. Arrow writes the numbers
     (shortest round-trip digits, as repr: `2` where Python writes `2.0`), no Python per row."""
+    out = _render(n, fields)
+    return pa.repeat(pa.scalar(out, pa.large_string()), n) if isinstance(out, str) else out
+
+
+def _render(n: int, fields: dict) -> pa.LargeStringArray | str:
+    """`render_details`, or the one detail of every row when no field varies."""
     import pyarrow.compute as pc
     pieces, text = [], ""
     for i, key in enumerate(sorted(fields)):
@@ -36,7 +42,7 @@ def render_details(n: int, fields: dict) -> pa.LargeStringArray:
             text += _encode(value)
     text += "}"
     if not pieces:
-        return pa.repeat(pa.scalar(text, pa.large_string()), n)
+        return text
     return pc.binary_join_element_wise(*pieces, pa.scalar(text, pa.large_string()),
                                        pa.scalar("", pa.large_string()))
 
@@ -45,14 +51,15 @@ def render_details(n: int, fields: dict) -> pa.LargeStringArray:
 class _Block:
     """Events recorded together: one event, round and world size for all (`record_many`), or
     one a row (single events, flushed), a time, node and rank per row, and their details as
-    one Arrow string array."""
+    one Arrow string array, or one string when every row has the same (held once: a round's
+    members leave for one reason)."""
     t: np.ndarray
     node: np.ndarray              # int32 codes into Tracer.names
     event: int | np.ndarray
     round: int | np.ndarray       # NA: none
     world_size: int | np.ndarray
     rank: np.ndarray | None       # None: no rank
-    detail: pa.Array
+    detail: pa.Array | str
     # RANK_FIELDS of its rank_assigned rows, in order, as recorded (None: came as text)
     ranked: dict | None = None
 
@@ -163,13 +170,13 @@ class Tracer:
         t = np.full(n, t, np.float64) if np.ndim(t) == 0 else np.asarray(t, np.float64)
         ranked = None
         if fields is not None:
-            detail = render_details(n, fields)
+            detail = _render(n, fields)
             if event == RANK:
                 ranked = {f: _values(fields.get(f), n) for f in RANK_FIELDS}
         elif details is not None:
             detail = pa.array(details, pa.large_string())
         else:
-            detail = pa.repeat(pa.scalar("", pa.large_string()), n)
+            detail = ""
         self._flush_rows()
         self.blocks.append(_Block(t, ix, ev, NA if rnd is None else rnd,
                                   NA if world_size is None else world_size,
@@ -208,7 +215,7 @@ class Tracer:
             col = {c: (getattr(b, c) if isinstance(getattr(b, c), np.ndarray)
                        else np.full(n, getattr(b, c))) for c in ("event", "round", "world_size")}
             rank = b.rank if b.rank is not None else np.full(n, NA)
-            det = b.detail.to_pylist()
+            det = [b.detail] * n if isinstance(b.detail, str) else b.detail.to_pylist()
             out += [(float(b.t[i]), self.names[b.node[i]], self.kinds[col["event"][i]],
                      val(col["round"][i]), val(rank[i]), val(col["world_size"][i]), det[i])
                     for i in range(n)]
@@ -242,13 +249,7 @@ class Tracer:
 
         cols = {"t": t, "node": labels("node", self.names), "event": labels("event", self.kinds),
                 "round": ints("round"), "rank": ints("rank"), "world_size": ints("world_size")}
-        detail = pa.chunked_array([b.detail for b in blocks], pa.large_string())
-        del blocks
-        # one array, the blocks' freed, then sorted (Arrow's chunked take would hold both)
-        detail = detail.combine_chunks() if detail.num_chunks else pa.array([], pa.large_string())
-        if order is not None:
-            detail = detail.take(pa.array(order))
-        cols["detail"] = _strings(detail)
+        cols["detail"] = _strings(self._details(blocks, sizes, order))
         return cols
 
     @staticmethod
@@ -279,6 +280,36 @@ class Tracer:
             setattr(b, attr, None)
             i += k
         return values, missing
+
+    @staticmethod
+    def _details(blocks, sizes, order) -> pa.LargeStringArray:
+        """The detail column in `order`: the blocks' distinct pieces (a block's array, or its
+        one string, once for all the blocks that share it) gathered by row. The pieces are
+        freed as they are combined; what is sorted is int32 positions, not strings."""
+        pieces, shared = [], {}
+        at = np.empty(sum(sizes), np.int32 if sum(sizes) < 2 ** 30 else np.int64)
+        i = n = 0
+        for b, k in zip(blocks, sizes):
+            if isinstance(b.detail, str):
+                if b.detail not in shared:
+                    shared[b.detail] = len(shared)
+                at[i:i + k] = -1 - shared[b.detail]        # placed after the arrays, below
+            else:
+                at[i:i + k] = np.arange(n, n + k)
+                pieces.append(b.detail)
+                n += k
+            b.detail = None
+            i += k
+        at[at < 0] = n - 1 - at[at < 0]
+        pieces.append(pa.array(list(shared), pa.large_string()))
+        table = pa.chunked_array(pieces, pa.large_string())
+        del pieces
+        table = table.combine_chunks()
+        if order is not None:
+            at = at[order]
+        if (n == len(at) and order is None) or not len(at):
+            return table.slice(0, len(at))
+        return table.take(pa.array(at))
 
     def _ranked(self, blocks) -> dict | None:
         """The blocks' rank_assigned fields in the table's order: the global sort is stable,
