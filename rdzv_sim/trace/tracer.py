@@ -234,6 +234,8 @@ class Tracer:
         order = None
         if len(t) > 1 and not (t[1:] >= t[:-1]).all():   # the aggregate model writes ahead
             order = np.argsort(t, kind="stable")
+            if len(t) < 2 ** 31:
+                order = order.astype(np.int32)           # held through every column: half
             t = t[order]
 
         def pick(v):
