@@ -63,7 +63,8 @@ class TorchftRun:
     sync_every: int = 1            # >1: torchft's LocalSGD, the groups meet every sync_every steps
     faults: list[GroupFault] = field(default_factory=list)
     workdir: Path | None = None
-    settle_steps: int | None = None  # end once every group committed this many after the last fault
+    settle_steps: int | None = None  # end once every group committed this many after the last
+                                     # fault, each with every group in the quorum
 
 
 def _replica(args) -> None:
@@ -270,10 +271,14 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
     stop = work / "STOP"
     stop.unlink(missing_ok=True)
 
-    def commits(g, after=-1.0):
-        """Steps group g committed so far (after `after`, seconds from the start)."""
-        return sum(1 for line in logs[g].read_text().splitlines()
-                   if '"committed": true' in line and json.loads(line)["t"] - start > after)
+    def commits(g, after=-1.0, full=False):
+        """Steps group g committed so far (after `after`, seconds from the start; `full`: only
+        those with every group in the quorum, so a job split in two after a fault is not
+        taken as settled)."""
+        rows = (json.loads(line) for line in logs[g].read_text().splitlines()
+                if '"committed": true' in line)
+        return sum(1 for r in rows if r["t"] - start > after
+                   and (not full or len(r.get("replicas", ())) == cfg.groups))
 
     def spawn(g):
         env = dict(os.environ, GLOO_SOCKET_IFNAME=os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
@@ -320,7 +325,7 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
             time.sleep(0.05)
         last = max((e["t"] for e in events), default=0.0)
         while cfg.settle_steps and time.monotonic() < until:
-            if all(commits(g, last) >= cfg.settle_steps for g in range(cfg.groups)):
+            if all(commits(g, last, full=True) >= cfg.settle_steps for g in range(cfg.groups)):
                 stop.touch()
                 break
             time.sleep(0.1)
