@@ -79,6 +79,23 @@ _LEFT_BEHIND = ("store_failover: a cut that takes the store's host off the netwo
                 "tests/regressions/failover-store-host-cut-off-waits-alone.yaml; "
                 "rdzv_sim/protocols/agent.py, fail_over)")
 
+def _member_cut(sc, v) -> bool:
+    """store_failover and a cut of hosts other than the store's own, one down longer than a
+    store call's deadline (a partition, or a flap's down)."""
+    host, limit = sc.store.host, sc.store.op_timeout
+    return getattr(sc.protocol, "store_failover", False) and any(
+        f.kind in ("partition", "flap") and host not in (getattr(f, "nodes", None) or ())
+        and (f.down if f.kind == "flap" else f.duration) >= limit for f in sc.faults)
+
+
+_CUT_ALONE = ("store_failover: a cut that keeps a member from the store longer than op_timeout "
+              "makes it fail over alone: it is the first successor of its round, so it serves a "
+              "store of its own that nobody else uses, and waits there below min_nodes (no round "
+              "closes, so the fence's no_quorum that sends a member on never fires); the others "
+              "stayed home, and nothing sends it back (found by the property tests at seed "
+              "3128773546, tests/regressions/failover-cut-off-member-waits-alone-on-its-own-store.yaml; "
+              "rdzv_sim/protocols/agent.py, fail_over)")
+
 register_known(
     "static",
     Known("every_member_accounted",
@@ -86,7 +103,7 @@ register_known(
               "store (or died) is still a member; the others learn it in process-group init "
               "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"))
 register_known("hrw", Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost),
-               Known("liveness", _LEFT_BEHIND, _store_host_cut))
+               Known("liveness", _LEFT_BEHIND, _store_host_cut), Known("liveness", _CUT_ALONE, _member_cut))
 register_known(
     "c10d",
         Known("every_member_accounted",
