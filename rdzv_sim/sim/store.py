@@ -5,7 +5,6 @@ reads park a waiter event on their keys; a write wakes exactly the waiters it co
 """
 from __future__ import annotations
 
-
 import simpy
 
 from ..ops import (Add, Check, CompareSet, Delete, Get, MultiGet, MultiSet, Set, StoreError,

@@ -65,11 +65,16 @@ _ORPHAN = ("store_failover: the successors come with a round's assignments, so a
            "where the store went; it fails over by an older round's list, or not at all, and "
            "trains again only when pointed at the successor (rdzv_sim/protocols/agent.py, fail_over)")
 
+def _cuts(sc) -> list:
+    """store_failover's cuts (partitions, flaps), with the hosts each takes off the network."""
+    if not getattr(sc.protocol, "store_failover", False):
+        return []
+    return [(f, getattr(f, "nodes", None) or ()) for f in sc.faults if f.kind in ("partition", "flap")]
+
+
 def _store_host_cut(sc, v) -> bool:
-    """store_failover and a cut (partition, flap) that takes the store's own host off the network."""
-    host = sc.store.host
-    return getattr(sc.protocol, "store_failover", False) and host is not None and any(
-        f.kind in ("partition", "flap") and host in (getattr(f, "nodes", None) or ()) for f in sc.faults)
+    """store_failover and a cut that takes the store's own host off the network."""
+    return sc.store.host is not None and any(sc.store.host in nodes for _, nodes in _cuts(sc))
 
 
 _LEFT_BEHIND = ("store_failover: a cut that takes the store's host off the network makes the others "
@@ -79,13 +84,13 @@ _LEFT_BEHIND = ("store_failover: a cut that takes the store's host off the netwo
                 "tests/regressions/failover-store-host-cut-off-waits-alone.yaml; "
                 "rdzv_sim/protocols/agent.py, fail_over)")
 
+
 def _member_cut(sc, v) -> bool:
     """store_failover and a cut of hosts other than the store's own, one down longer than a
     store call's deadline (a partition, or a flap's down)."""
-    host, limit = sc.store.host, sc.store.op_timeout
-    return getattr(sc.protocol, "store_failover", False) and any(
-        f.kind in ("partition", "flap") and host not in (getattr(f, "nodes", None) or ())
-        and (f.down if f.kind == "flap" else f.duration) >= limit for f in sc.faults)
+    return any(sc.store.host not in nodes
+               and (f.down if f.kind == "flap" else f.duration) >= sc.store.op_timeout
+               for f, nodes in _cuts(sc))
 
 
 _CUT_ALONE = ("store_failover: a cut that keeps a member from the store longer than op_timeout "

@@ -11,16 +11,6 @@ EVENT_COLUMNS = ["t", "node", "event", "round", "rank", "world_size", "detail"]
 STEPS = frozenset({"rendezvous_start", "confirmed"})
 
 
-def _strings(arr):
-    """An Arrow string array as the pandas column type plain strings get (pandas 3: Arrow-backed
-    `str`, no copy; before: Python objects)."""
-    try:
-        from pandas.core.arrays.string_arrow import ArrowStringArray
-        return ArrowStringArray(arr, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
-    except (TypeError, ValueError, ImportError):
-        return np.array(arr.to_pylist(), dtype=object)
-
-
 NA = -(2 ** 63)                     # "no value" in the integer columns of the tracer
 
 
@@ -81,9 +71,8 @@ def runs(keys: np.ndarray) -> list[tuple[int, int]]:
     return list(zip([0, *cuts], [*cuts, len(keys)])) if len(keys) else []
 
 
-
-
 def stamp(df: pd.DataFrame, scenario: str, seed: int) -> pd.DataFrame:
+    """`df` with the schema version, scenario and seed as its first columns."""
     # one value on every row: a long table (~10^7 rows) holds it once, as a categorical
     def same(value):
         if len(df) <= 1000:

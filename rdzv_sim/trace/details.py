@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+
 def details(df: pd.DataFrame) -> list[dict]:
     return [json.loads(d) if d else {} for d in df["detail"]]
 

@@ -12,6 +12,7 @@ from .columns import EVENT_COLUMNS, distinct, label_codes, labels_of, nullable_i
 from .details import rank_details
 from .tracer import Tracer
 
+
 def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
     """The events table from a Tracer (columnar) or from row tuples (the real launcher)."""
     if isinstance(rows, Tracer):

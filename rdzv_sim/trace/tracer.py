@@ -6,10 +6,11 @@ from array import array
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from ..events import check
-from .columns import NA, _strings, labels_of, nullable_int32
+from .columns import NA, labels_of, nullable_int32
 from .details import RANK_FIELDS
 
 RANK = "rank_assigned"
@@ -45,6 +46,16 @@ def _render(n: int, fields: dict) -> pa.LargeStringArray | str:
         return text
     return pc.binary_join_element_wise(*pieces, pa.scalar(text, pa.large_string()),
                                        pa.scalar("", pa.large_string()))
+
+
+def _strings(arr):
+    """An Arrow string array as the pandas column type plain strings get (pandas 3: Arrow-backed
+    `str`, no copy; before: Python objects)."""
+    try:
+        from pandas.core.arrays.string_arrow import ArrowStringArray
+        return ArrowStringArray(arr, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    except (TypeError, ValueError, ImportError):
+        return np.array(arr.to_pylist(), dtype=object)
 
 
 @dataclass
@@ -307,21 +318,17 @@ class Tracer:
         table = pa.chunked_array(pieces, pa.large_string())
         del pieces
         table = table.combine_chunks()
-        if order is not None:
-            at = at[order]
-        if (n == len(at) and order is None) or not len(at):
-            return table.slice(0, len(at))
-        return table.take(pa.array(at))
+        if order is None and n == len(at):      # in order already, no detail shared
+            return table
+        return table.take(pa.array(at if order is None else at[order]))
 
     def _ranked(self, blocks) -> dict | None:
         """The blocks' rank_assigned fields in the table's order: the global sort is stable,
         so among themselves the rank rows keep the order a stable sort of their own times
         gives."""
         code = self._kind_ix.get(RANK)
-        if code is None:
-            return {f: np.zeros(0, float if f != "digest" else object) for f in RANK_FIELDS}
         times, got = [], {f: [] for f in RANK_FIELDS}
-        for b in blocks:
+        for b in blocks if code is not None else ():
             is_rank = b.event == code
             if not np.any(is_rank):
                 continue
@@ -343,9 +350,7 @@ def _values(value, n: int) -> np.ndarray:
     if isinstance(value, list):
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             return np.array(value, np.float64)
-        return np.array(value + [None], dtype=object)[:-1]
+        return np.fromiter(value, dtype=object, count=len(value))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return np.full(n, value, np.float64)
-    out = np.empty(n, dtype=object)
-    out[:] = [value] * n if n else []
-    return out
+    return np.full(n, value, dtype=object)

@@ -129,7 +129,7 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     size, full = p.group_size, sc.cluster.nodes
     lh, life = replay(events, rounds, sc, spans)
     work = p.sync_every * p.step_time
-    qf = 1.0 if lh.costs.overlapped else work / (work + p.quorum_cost)
+    qf = work / lh.costs.step                       # the window's share of a quorum's cycle
     lost = dict.fromkeys(QUORUM_LOST, 0.0)
     good = saved_total = 0.0
     started = False
