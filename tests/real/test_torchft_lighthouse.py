@@ -24,9 +24,9 @@ LONG = timedelta(seconds=120)          # an RPC's limit: a bound, not a wait
 class RealLighthouse:
     """torchft's LighthouseServer with `rules`, a client, and a view of its status page."""
 
-    def __init__(self, rules: QuorumRules):
+    def __init__(self, rules: QuorumRules, bind: str = "[::]:0"):
         from torchft._torchft import LighthouseClient, LighthouseServer
-        self.server = LighthouseServer(bind="[::]:0", min_replicas=rules.min_replicas,
+        self.server = LighthouseServer(bind=bind, min_replicas=rules.min_replicas,
                                        join_timeout_ms=int(rules.join_timeout * 1000),
                                        quorum_tick_ms=int(rules.tick * 1000),
                                        heartbeat_timeout_ms=int(rules.heartbeat_timeout * 1000))
@@ -69,8 +69,8 @@ class RealLighthouse:
 def lighthouse():
     made = []
 
-    def make(rules):
-        made.append(RealLighthouse(rules))
+    def make(rules, **kw):
+        made.append(RealLighthouse(rules, **kw))
         return made[-1]
     yield make
     for lh in made:
@@ -168,6 +168,44 @@ def test_quorum_heartbeats(lighthouse):
     real = lh.ask(Member("b", step=1)).result()
     q = s.request(0.4, Member("b", step=1))
     assert real[:2] == (q.quorum_id, q.ids) == (1, ["b"])
+
+
+def test_a_restarted_lighthouse_numbers_quorums_from_one_again(lighthouse):
+    """A fresh Lighthouse on the same address remembers no quorum id: it numbers from 1 again,
+    so its second quorum can carry the id, and the members, of the lost one's second. torchft
+    0.2.0's Manager reconfigures its process group only when the id changes (`manager.py`:
+    `if quorum_id != self._quorum_id`), so a group last in the old quorum 2 keeps its old
+    process group in the new quorum 2, while a group that went through the new quorum 1 made a
+    new one: that quorum's all-reduce fails (reports/validation/validate-quorum-lighthouse).
+    The sans-IO state, fresh, numbers the same way."""
+    rules = QuorumRules(min_replicas=1, join_timeout=3600.0, tick=0.01)
+
+    def life(lh, s):
+        """a alone, then a, b and c: quorum ids 1 and 2."""
+        lh.client.heartbeat("a")
+        s.heartbeat(0.0, "a")
+        ids = [lh.ask(Member("a", step=1)).result()[:2]]
+        assert s.request(0.0, Member("a", step=1)).ids == ids[0][1]
+        for r in ("b", "c"):
+            lh.client.heartbeat(r)
+            s.heartbeat(0.0, r)
+        late = [lh.ask(Member(r, step=2)) for r in ("b", "c")]
+        for r in ("b", "c"):
+            assert s.request(0.0, Member(r, step=2)) is None
+        lh.until("[2/2 participants healthy][3 heartbeating]")
+        ids.append(lh.ask(Member("a", step=2)).result()[:2])
+        q = s.request(0.0, Member("a", step=2))
+        assert [f.result()[:2] for f in late] == [ids[1], ids[1]]
+        return ids, [(1, ["a"]), (q.quorum_id, q.ids)]
+
+    first = lighthouse(rules)
+    port = first.server.address().rsplit(":", 1)[1]
+    old, sim_old = life(first, LighthouseState(rules))
+    first.close()
+    again = lighthouse(rules, bind=f"[::]:{port}")
+    assert again.server.address() == first.server.address()
+    new, sim_new = life(again, LighthouseState(rules))
+    assert old == new == sim_old == sim_new == [(1, ["a"]), (2, ["a", "b", "c"])]
 
 
 class Managers:
