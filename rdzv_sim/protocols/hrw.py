@@ -200,19 +200,8 @@ class HrwProtocol(Protocol):
                 if (yield from self._owed_arrived(rnd)):
                     yield from self._close(rnd, node)
         elif slot < cfg.min_nodes:
-            # sleep until the min_nodes-th joiner arrives (no polling), or the deadline
-            now = yield Now()
-            idx, value = yield FirstOf(watch_key(closed), watch_key(self._k(rnd, f"n{cfg.min_nodes}")),
-                                       watch_key(self.prefix + "closed"), watch_key(self._k(rnd, "end")),
-                                       Sleep(max(0.0, deadline - now)))
-            if isinstance(value, BaseException):
-                raise value
-            if idx == 2:
-                raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} was closed while {node.name} waited")
-            if idx == 3:
+            if (yield from self._await_min(rnd, node, deadline)) < 0:
                 return -1
-            if idx == 4:
-                raise RendezvousTimeout(f"fewer than min_nodes={cfg.min_nodes} joined in time")
         while True:
             text = yield from self._first(watch_key(closed), cfg.last_call_timeout + cfg.close_grace)
             if text is not None:
@@ -227,6 +216,41 @@ class HrwProtocol(Protocol):
             yield from self._close(rnd, node)
             if (yield Now()) > deadline:
                 raise RendezvousTimeout("round never closed")
+
+    def _await_min(self, rnd: int, node: NodeInfo, deadline: float):
+        """Sleep until the min_nodes-th joiner of round `rnd` arrives (no polling): 0, or -1 if
+        the round was ended first. A member that failed over and waits below min_nodes on a
+        store where no round has closed with ranks (no `members` key: a failover's fresh store)
+        gives up after `failover_timeout`, ending the round as `no_quorum`: nobody else came,
+        so the majority is elsewhere, and the fence's `no_quorum` sends it on through the
+        cycle, back home at its end. Otherwise a member cut off alone would serve a store of
+        its own and wait there for good (no round closes, so no fence fires)."""
+        cfg = self.cfg
+        away = self.fails_over and node.last >= 0
+        while True:
+            wait = max(0.0, deadline - (yield Now()))
+            capped = away and wait > cfg.failover_timeout
+            idx, value = yield FirstOf(watch_key(self._k(rnd, "closed")),
+                                       watch_key(self._k(rnd, f"n{cfg.min_nodes}")),
+                                       watch_key(self.prefix + "closed"), watch_key(self._k(rnd, "end")),
+                                       Sleep(cfg.failover_timeout if capped else wait))
+            if isinstance(value, BaseException):
+                raise value
+            if idx == 2:
+                raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} was closed while {node.name} waited")
+            if idx == 3:
+                return -1
+            if idx < 4:
+                return 0
+            if not capped:
+                raise RendezvousTimeout(f"fewer than min_nodes={cfg.min_nodes} joined in time")
+            if not (yield Check((self.prefix + "members",))):
+                joined = yield Add(self._k(rnd, "seq"), 0)
+                yield Emit("no_quorum", round=rnd, detail={"members": joined})
+                yield from self.end_round_at(rnd, "no_quorum")
+                raise RendezvousFailed(f"round {rnd}: nobody else failed over to this store",
+                                       why="no_quorum")
+            away = False                        # home: wait out the join timeout as before
 
     def _owed_arrived(self, rnd: int):
         """Whether to close now. A round that follows one ended for late joiners owes them a

@@ -38,15 +38,16 @@ _REUSED = ("the round number grows only when a complete round empties "
            f"memberships share one round number ({TORCH})")
 
 def _majority_hit(sc, v) -> bool:
-    """store_failover with faults (crashes, pauses, cuts) on as many hosts as half a round's
-    seats: they may take half of one round's members."""
+    """store_failover with faults (crashes, pauses, cuts) on as many hosts as half the seats
+    of the smallest round that can close (min_nodes: hosts that start apart can close a round
+    that small): they may take half of one round's members."""
     if not getattr(sc.protocol, "store_failover", False):
         return False
     hit = set()
     for f in sc.faults:
         node = getattr(f, "node", None)
         hit |= {node} if isinstance(node, int) else set(getattr(f, "nodes", None) or ())
-    return 2 * len(hit) >= min(sc.max_nodes, sc.cluster.nodes)
+    return 2 * len(hit) >= min(sc.protocol.min_nodes, sc.max_nodes, sc.cluster.nodes)
 
 
 def _store_lost(sc, v) -> bool:
@@ -85,22 +86,6 @@ _LEFT_BEHIND = ("store_failover: a cut that takes the store's host off the netwo
                 "rdzv_sim/protocols/agent.py, fail_over)")
 
 
-def _member_cut(sc, v) -> bool:
-    """store_failover and a cut of hosts other than the store's own, one down longer than a
-    store call's deadline (a partition, or a flap's down)."""
-    return any(sc.store.host not in nodes
-               and (f.down if f.kind == "flap" else f.duration) >= sc.store.op_timeout
-               for f, nodes in _cuts(sc))
-
-
-_CUT_ALONE = ("store_failover: a cut that keeps a member from the store longer than op_timeout "
-              "makes it fail over alone: it is the first successor of its round, so it serves a "
-              "store of its own that nobody else uses, and waits there below min_nodes (no round "
-              "closes, so the fence's no_quorum that sends a member on never fires); the others "
-              "stayed home, and nothing sends it back (found by the property tests at seed "
-              "3128773546, tests/regressions/failover-cut-off-member-waits-alone-on-its-own-store.yaml; "
-              "rdzv_sim/protocols/agent.py, fail_over)")
-
 register_known(
     "static",
     Known("every_member_accounted",
@@ -108,7 +93,7 @@ register_known(
               "store (or died) is still a member; the others learn it in process-group init "
               "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"))
 register_known("hrw", Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost),
-               Known("liveness", _LEFT_BEHIND, _store_host_cut), Known("liveness", _CUT_ALONE, _member_cut))
+               Known("liveness", _LEFT_BEHIND, _store_host_cut))
 register_known(
     "c10d",
         Known("every_member_accounted",

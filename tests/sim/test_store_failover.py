@@ -97,6 +97,27 @@ def test_a_store_cut_off_with_a_minority_cannot_split_the_job():
     assert (ev.event == "no_quorum").any()
 
 
+def test_a_member_cut_off_alone_comes_back_from_its_own_store():
+    """The first successor alone is cut off from the store past op_timeout while the others
+    reach it: it fails over alone and serves a store of its own. Nobody joins it there, so
+    after three rounds of failover_timeout below min_nodes it moves on through the cycle, home
+    last, and is back in the job once the cut heals (before: it waited there for good)."""
+    first = successors(NAMES)[0]
+    sc = scenario([{"kind": "partition", "nodes": [int(first[4:])], "at": 100, "duration": 60}],
+                  failover_timeout=5)
+    r = run(sc)
+    check(r, sc)
+    ev = r.events
+    mine = ev[ev.node == first]
+    assert list(ev[ev.event == "store_started"].node) == [first]      # its own store
+    alone = mine[mine.event == "no_quorum"]
+    assert len(alone) == 3 and (alone.t > 100).all()
+    done = rounds_of(r)
+    assert set(NAMES) - {first} in done.values()                       # the others went on
+    assert done[max(done)] == set(NAMES)                                # and it is back
+    assert r.rounds.end.iloc[-1] > 160                                  # after the cut healed
+
+
 def test_the_fence_costs_a_job_that_loses_half():
     """The price of the fence: four hosts, two crash at once (the store's among them); the
     other two are not a majority of round 0 and never form a round."""
