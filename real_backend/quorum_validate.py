@@ -90,6 +90,7 @@ def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
                 heals.append(sum(max(0.0, r["t"] - r["t0"] - normal) for r in joins))
     out["stall_s"] = max(stalls) if stalls else float("nan")
     if kill.group is None:                    # the Lighthouse: did the groups live through it
+        out["quorum_id_reused"] = reused_ids(steps, cfg.groups, kill)
         out["groups_restarted"] = sum(len({r["pid"] for r in steps if r["group"] == g}) > 1
                                       or not any(r["t0"] > (kill.restart_at or kill.kill_at) for r in steps
                                                  if r["group"] == g) for g in range(cfg.groups))
@@ -115,6 +116,21 @@ def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
             out["heal_s"] = rest(healing[0]) if rest(healing[0]) > usual else float("nan")
     out["survivor_lost_steps"], out["survivor_step_went_back"] = lost, back
     out["windows"] = windows(steps, survivors)
+    return out
+
+
+def reused_ids(steps: list[dict], groups: int, kill: GroupFault) -> list[int]:
+    """The groups whose first quorum from the restarted Lighthouse has the id of their last
+    from the lost one: torchft 0.2.0's Manager reconfigures only on a new id, so they keep
+    the old process group (docs/per-step.md, "Losing the Lighthouse")."""
+    back = kill.restart_at if kill.restart_at is not None else kill.kill_at
+    out = []
+    for g in range(groups):
+        mine = [r for r in steps if r["group"] == g]
+        before = [r["quorum_id"] for r in mine if r["q"] < kill.kill_at]
+        after = [r["quorum_id"] for r in mine if r["q"] > back]
+        if before and after and before[-1] == after[0]:
+            out.append(g)
     return out
 
 
@@ -209,6 +225,8 @@ def validate_quorum(sc, out: str | Path) -> dict:
         verdict[f"{k}_real"], verdict[f"{k}_sim"], verdict[f"{k}_rel_error"] = r, s, err
     verdict["windows_real"], verdict["windows_sim"] = real_m["windows"], sim_m["windows"]
     verdict["same_windows"] = real_m["windows"] == sim_m["windows"]
+    if "quorum_id_reused" in real_m:
+        verdict["quorum_id_reused_real"] = real_m["quorum_id_reused"]
     if "groups_restarted" in real_m:
         verdict["groups_restarted_real"] = real_m["groups_restarted"]
         verdict["groups_restarted_sim"] = sim_m["groups_restarted"]
@@ -234,7 +252,11 @@ def validate_quorum(sc, out: str | Path) -> dict:
     lines += [f"| {k} | {v} |" for k, v in verdict.items() if not k.endswith(("_real", "_sim", "_error"))]
     lines += [f"| windows (real) | {' -> '.join(real_m['windows'])} |",
               f"| windows (simulated) | {' -> '.join(sim_m['windows'])} |",
-              f"| survivors' uncommitted steps (real) | {real_m['survivor_lost_steps']} |", ""]
+              f"| survivors' uncommitted steps (real) | {real_m['survivor_lost_steps']} |"]
+    if "quorum_id_reused" in real_m:
+        lines += [f"| groups given their old quorum id by the restarted Lighthouse (real; torchft "
+                  f"0.2.0 keeps their old process group) | {real_m['quorum_id_reused'] or 'none'} |"]
+    lines += [""]
     (out / "validation.md").write_text("\n".join(lines))
     (out / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str) + "\n")
     (out / "steps.json").write_text(json.dumps({"steps": steps, "events": events}))

@@ -3,7 +3,7 @@ asynchronous quorum a heal shows only as the healer's first step, from the Light
 outlasting a normal one."""
 import math
 
-from real_backend.quorum_validate import calibrated, measure_real
+from real_backend.quorum_validate import calibrated, measure_real, reused_ids
 from real_backend.torchft_run import GroupFault, TorchftRun
 
 
@@ -48,3 +48,16 @@ def test_an_async_heal_hidden_in_its_step_is_not_measured_and_calibrates_nothing
     from rdzv_sim.scenario.load import load
     sc = load("validate-quorum-async")
     assert calibrated(sc, m["heal_s"]) == (sc, None)
+
+
+def test_the_groups_a_restarted_lighthouse_gave_their_old_quorum_id():
+    """The Lighthouse dies at 1.0 s and is back at 2.0 s. Group 2 gets quorum 1 from the new one
+    alone, then all three get quorum 2: the id groups 0 and 1 last had from the old Lighthouse,
+    so they (not group 2) keep their old process group."""
+    def rec(g, q, qid):
+        return {"group": g, "q": q, "quorum_id": qid}
+    steps = [rec(g, 0.5, 2) for g in range(3)] + [rec(2, 2.1, 1), rec(2, 2.3, 2)]
+    steps += [rec(g, 2.3, 2) for g in (0, 1)]
+    assert reused_ids(steps, 3, GroupFault(None, 1.0, 2.0)) == [0, 1]
+    fresh = [rec(g, 0.5, 2) for g in range(3)] + [rec(g, 2.1, 1) for g in range(3)]
+    assert reused_ids(fresh, 3, GroupFault(None, 1.0, 2.0)) == []
