@@ -191,8 +191,8 @@ class HrwProtocol(Protocol):
         a waiter ends the round as stale: then join the next one, not wait out the deadline)."""
         cfg = self.cfg
         closed = self._k(rnd, "closed")
-        if slot > cfg.max_nodes:
-            return cfg.max_nodes
+        if slot > cfg.max_nodes and not self.fails_over:
+            return cfg.max_nodes                # late (with the fence, the closer seats: `_seat`)
         if slot == cfg.max_nodes:
             yield from self._close(rnd, node)
         elif slot == cfg.min_nodes:
@@ -280,7 +280,9 @@ class HrwProtocol(Protocol):
     # --- closing ---------------------------------------------------------------------
     def _close(self, rnd: int, node: NodeInfo):
         cfg = self.cfg
-        count = min((yield Add(self._k(rnd, "seq"), 0)), cfg.max_nodes)
+        count = yield Add(self._k(rnd, "seq"), 0)
+        if not self.fails_over:                 # the first max_nodes joiners; with the fence,
+            count = min(count, cfg.max_nodes)   # every joiner so far, and `_seat` picks
         token = f"{node.name}:{count}"
         if (yield CompareSet(self._k(rnd, "closed"), "", token)) != token:
             return                                         # someone else closed it
@@ -303,6 +305,8 @@ class HrwProtocol(Protocol):
                 continue
             newest[info.name] = (i, info)
         infos = dict(sorted(newest.values(), key=lambda x: x[0]))
+        if len(infos) > cfg.max_nodes:
+            infos = yield from self._seat(infos)
         names = [info.name for info in infos.values()]
         out = []
         failed = "too_few_members" if len(infos) < cfg.min_nodes else None
@@ -333,9 +337,28 @@ class HrwProtocol(Protocol):
                 first += info.nproc
             out += [(self._k(rnd, f"a{i}"), json.dumps({"late": True}))
                     for i in range(1, count + 1) if i not in assigned]
+            seats = min(count, cfg.max_nodes)
             yield Emit("round_closed", round=rnd, world_size=world,
-                       detail={"members": sorted(names), "count": count, "holes": count - len(order)})
+                       detail={"members": sorted(names), "count": seats, "holes": seats - len(order)})
         yield MultiSet(tuple(out))
+
+    def _seat(self, infos: dict):
+        """More joiners than seats, with the fence: the members of the last round that closed
+        with ranks first, then the others, each in slot order. Seating the first max_nodes
+        joiners instead let newcomers (waiters, spares) crowd those members out of every round,
+        which then failed the fence: a job that never re-formed, with no fault at all."""
+        key = self.prefix + "members"
+        last: set = set()
+        if (yield Check((key,))):
+            try:
+                last = set(ranking.decode_order((yield Get(key)), 1 << 20))
+            except BadValue:
+                pass
+        if not last:                            # a failover's fresh store: the joiners' memory
+            r = max(i.last for i in infos.values())
+            last = {i.name for i in infos.values() if r >= 0 and i.last == r}
+        first = sorted(infos, key=lambda i: (infos[i].name not in last, i))[:self.cfg.max_nodes]
+        return {i: infos[i] for i in sorted(first)}
 
     def _quorate(self, rnd: int, infos):
         """The fence: more than half of the members of the last round that closed with ranks
