@@ -61,6 +61,7 @@ class HrwSettings(ProtocolSettings):
 
 
 SUCCESSORS = 3          # failover candidates in every assignment
+_UNREAD = object()      # the last round's members, not read from the store yet
 
 
 def has_quorum(infos) -> bool:
@@ -305,13 +306,19 @@ class HrwProtocol(Protocol):
                 continue
             newest[info.name] = (i, info)
         infos = dict(sorted(newest.values(), key=lambda x: x[0]))
-        if len(infos) > cfg.max_nodes:
-            infos = yield from self._seat(infos)
+        last = _UNREAD
+        if len(infos) > cfg.max_nodes:          # only with the fence: count is every joiner
+            last = yield from self._last_members(rnd)
+            infos = self._seat(infos, last)
         names = [info.name for info in infos.values()]
         out = []
         failed = "too_few_members" if len(infos) < cfg.min_nodes else None
-        if failed is None and self.fails_over and not (yield from self._quorate(rnd, infos.values())):
-            failed = "no_quorum"
+        if failed is None and self.fails_over:
+            if last is _UNREAD:
+                last = yield from self._last_members(rnd)
+            if not self._quorate(infos.values(), last):
+                failed = "no_quorum"
+        if failed == "no_quorum":
             yield Emit("no_quorum", round=rnd, detail={"members": len(infos)})
         if failed:
             out = [(self._k(rnd, f"a{i}"), json.dumps({"failed": failed}))
@@ -342,35 +349,37 @@ class HrwProtocol(Protocol):
                        detail={"members": sorted(names), "count": seats, "holes": seats - len(order)})
         yield MultiSet(tuple(out))
 
-    def _seat(self, infos: dict):
-        """More joiners than seats, with the fence: the members of the last round that closed
-        with ranks first, then the others, each in slot order. Seating the first max_nodes
-        joiners instead let newcomers (waiters, spares) crowd those members out of every round,
-        which then failed the fence: a job that never re-formed, with no fault at all."""
+    def _last_members(self, rnd: int):
+        """The members of the last round that closed with ranks on this store (`P/members`,
+        by name: a restarted host counts), or None where it has none (a failover's fresh
+        store) or they are unreadable."""
         key = self.prefix + "members"
-        last: set = set()
         if (yield Check((key,))):
             try:
-                last = set(ranking.decode_order((yield Get(key)), 1 << 20))
-            except BadValue:
-                pass
-        if not last:                            # a failover's fresh store: the joiners' memory
+                return set(ranking.decode_order((yield Get(key)), 1 << 20))
+            except BadValue as e:
+                yield Emit("bad_value", round=rnd, detail={"key": "members", "reason": str(e)})
+        return None
+
+    def _seat(self, infos: dict, last: set | None) -> dict:
+        """More joiners than seats, with the fence: the last round's members first (`last`, or
+        on a fresh store the joiners that remember the latest round), then the others, each in
+        slot order. Seating the first max_nodes joiners let newcomers (waiters, spares) crowd
+        those members out of every round, which then failed the fence: a job that never
+        re-formed, with no fault at all."""
+        if last is None:
             r = max(i.last for i in infos.values())
             last = {i.name for i in infos.values() if r >= 0 and i.last == r}
         first = sorted(infos, key=lambda i: (infos[i].name not in last, i))[:self.cfg.max_nodes]
         return {i: infos[i] for i in sorted(first)}
 
-    def _quorate(self, rnd: int, infos):
+    @staticmethod
+    def _quorate(infos, last: set | None) -> bool:
         """The fence: more than half of the members of the last round that closed with ranks
-        joined this one; by name where this store has that round (`P/members`: a restarted
-        host counts), else by what the joiners remember (a failover's fresh store)."""
-        key = self.prefix + "members"
-        if (yield Check((key,))):
-            try:
-                last = set(ranking.decode_order((yield Get(key)), 1 << 20))
-                return 2 * len(last & {i.name for i in infos}) > len(last)
-            except BadValue as e:
-                yield Emit("bad_value", round=rnd, detail={"key": "members", "reason": str(e)})
+        joined this one; by name where this store has that round (`last`), else by what the
+        joiners remember (a failover's fresh store)."""
+        if last is not None:
+            return 2 * len(last & {i.name for i in infos}) > len(last)
         return has_quorum(infos)
 
     def _successors(self, infos):
