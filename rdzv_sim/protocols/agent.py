@@ -188,7 +188,10 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
     while True:
         result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, memory.last)
         if isinstance(result, Exit):
-            memory.assigned(result.last)
+            # a round assigned in this call (its confirmation failed) was assigned on this
+            # store: its members' failover cycles all end here
+            new = protocol.fails_over and result.last is not None and result.last is not memory.last
+            memory.assigned(result.last, (yield StoreAddress()) if new else None)
             if result.reason in STORE_LOSS and (yield from memory.move(protocol, node)):
                 continue
             return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
