@@ -26,10 +26,18 @@ class RealLighthouse:
 
     def __init__(self, rules: QuorumRules, bind: str = "[::]:0"):
         from torchft._torchft import LighthouseClient, LighthouseServer
-        self.server = LighthouseServer(bind=bind, min_replicas=rules.min_replicas,
-                                       join_timeout_ms=int(rules.join_timeout * 1000),
-                                       quorum_tick_ms=int(rules.tick * 1000),
-                                       heartbeat_timeout_ms=int(rules.heartbeat_timeout * 1000))
+        end = time.monotonic() + 120          # a bound: a port just shut down may linger
+        while True:
+            try:
+                self.server = LighthouseServer(bind=bind, min_replicas=rules.min_replicas,
+                                               join_timeout_ms=int(rules.join_timeout * 1000),
+                                               quorum_tick_ms=int(rules.tick * 1000),
+                                               heartbeat_timeout_ms=int(rules.heartbeat_timeout * 1000))
+                break
+            except RuntimeError as e:         # the same address again, not released yet
+                if "Address already in use" not in str(e) or time.monotonic() > end:
+                    raise
+                time.sleep(0.05)
         self.client = LighthouseClient(self.server.address(), connect_timeout=LONG)
         self.pool = ThreadPoolExecutor(8)
 

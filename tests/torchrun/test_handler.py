@@ -41,7 +41,7 @@ def join_all(handlers):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(300)                       # a bound, not a wait
     assert not errs, errs
     return [out[h] for h in handlers]
 
@@ -71,16 +71,16 @@ def test_ranks_store_waiting_and_a_late_non_zero_rank_gets_its_master(store):
     # the agent's store is per round: role info of this round cannot leak into the next
     infos[0].store.set("torchelastic/role_info/0", b"x")
     assert hs[0].num_nodes_waiting() == 0
-    late = get_rendezvous_handler(params(store, "n3", run_id="grow"))
+    late = get_rendezvous_handler(params(store, "n3", run_id="grow", join_timeout="300"))
     t = threading.Thread(target=lambda: late_out.append(late.next_rendezvous()))
     late_out = []
     t.start()
-    deadline = time.monotonic() + 10
-    while hs[0].num_nodes_waiting() == 0 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 300     # a bound, not a wait: it goes on once both see it
+    while (hs[0].num_nodes_waiting() == 0 or hs[1].num_nodes_waiting() == 0) and time.monotonic() < deadline:
         time.sleep(0.05)                  # a local read: the watcher thread keeps it current
     assert hs[0].num_nodes_waiting() == 1 and hs[1].num_nodes_waiting() == 1
     again = join_all(hs)                  # torchrun restarts both members at a monitor tick
-    t.join(20)
+    t.join(300)
     infos = again + late_out
     assert len(infos) == 3 and sorted(i.rank for i in infos) == [0, 1, 2]
     boot = {(i.bootstrap_store_info.master_addr, i.bootstrap_store_info.master_port) for i in infos}
