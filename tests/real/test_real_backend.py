@@ -82,7 +82,12 @@ def test_paused_store_gives_timeouts_not_hangs():
     resumed = ev[ev.event == "store_resumed"].t.min()
     assert resumed - paused == pytest.approx(20, abs=1)
     timeouts = ev[ev.event == "store_timeout"]
-    assert len(timeouts) >= 3 and timeouts.t.between(paused, resumed + 1).all()
+    # every agent that called into the paused store with more than its 4 s deadline left saw
+    # the deadline pass (on a busy machine an agent may start only after the pause)
+    first = ev[ev.event == "rendezvous_start"].groupby("node").t.min()
+    caught = set(first[first < resumed - 4.5].index)
+    assert caught and caught <= set(timeouts.node)
+    assert timeouts.t.between(paused, resumed + 1).all()
     assert r.rounds.nnodes.tolist()[-1] == 3                 # they all get in once it resumes
     assert ev[ev.event == "rank_assigned"].t.min() > resumed
 
