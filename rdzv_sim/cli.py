@@ -233,20 +233,19 @@ def report_cmd(directory: Path = typer.Argument(..., help="A run's output folder
 
 @app.command("list")
 def list_():
-    """The bundled scenarios, runnable by name, and the protocols a scenario can name."""
-    import yaml
+    """The bundled scenarios, one line each (`rdzv-sim show NAME` for the rest), and the
+    protocols a scenario can name."""
     from .protocols.registry import specs
-    from .scenario.load import _with_includes, bundled
-    t = Table(show_header=True, header_style="bold")
-    t.add_column("name")
-    t.add_column("nodes", justify="right")
-    t.add_column("protocol")
-    t.add_column("description")
-    for name, path in bundled().items():
-        d = _with_includes(yaml.safe_load(path.read_text()), f"{name} (bundled)")
-        t.add_row(name, str(d["cluster"]["nodes"]), d.get("protocol", {}).get("name", "hrw"),
-                  " ".join(str(d.get("description", "")).split()))
-    out_console.print(t)
+    from .scenario.load import bundled
+    rows = [(name, str(d["cluster"]["nodes"]), d.get("protocol", {}).get("name", "hrw"),
+             first_sentence(d.get("description", "")))
+            for name, d in ((n, _bundled_data(n)) for n in bundled())]
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    print(f"{'scenario':<{w[0]}}  {'nodes':>{w[1]}}  {'protocol':<{w[2]}}  "
+          "what it is (rdzv-sim show NAME for the rest)")
+    for name, nodes, proto, what in rows:
+        print(f"{name:<{w[0]}}  {nodes:>{w[1]}}  {proto:<{w[2]}}  {what}")
+    print()
     p = Table(title="protocols", show_header=True, header_style="bold")
     for c in ("protocol", "from", "settings"):
         p.add_column(c)
@@ -254,6 +253,37 @@ def list_():
         fields = [f for f in spec.settings.model_fields if f not in ("name",)]
         p.add_row(name, spec.module, ", ".join(fields))
     out_console.print(p)
+
+
+@app.command()
+def show(name: str = typer.Argument(..., help="A bundled scenario's name (`rdzv-sim list`).")):
+    """One bundled scenario in full: its description, then its YAML as written."""
+    from .scenario.load import bundled
+    named = bundled()
+    if name not in named:
+        _fail([f"{name}: no bundled scenario of that name (bundled: {', '.join(named)})"])
+    d = _bundled_data(name)
+    out_console.print(f"[bold]{name}[/]: {d['cluster']['nodes']} nodes, protocol "
+                      f"{d.get('protocol', {}).get('name', 'hrw')}", highlight=False)
+    text = " ".join(str(d.get("description", "")).split())
+    if text:
+        out_console.print(text, highlight=False)
+    out_console.print(f"\n# {named[name]}", highlight=False)
+    print(named[name].read_text(), end="")
+
+
+def _bundled_data(name: str) -> dict:
+    """A bundled scenario's YAML with its includes merged (not validated: listing stays fast)."""
+    import yaml
+    from .scenario.load import _with_includes, bundled
+    return _with_includes(yaml.safe_load(bundled()[name].read_text()), f"{name} (bundled)")
+
+
+def first_sentence(text) -> str:
+    """The first sentence of a description, on one line: up to the first '. ' (or the end)."""
+    flat = " ".join(str(text or "").split())
+    cut = flat.find(". ")
+    return flat if cut < 0 else flat[:cut + 1]
 
 
 @app.command()

@@ -56,6 +56,39 @@ def _line_of(root, path) -> int | None:
     return line
 
 
+def _parse(text: str, label: str, echo: bool = True):
+    """(node tree, data) of YAML text; a key given twice in one mapping is refused by its path,
+    naming both lines (YAML says keys are unique; PyYAML would keep the last one silently).
+    `echo=False`: a syntax error's message says nothing of the text (an include's)."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as e:
+        if not echo:
+            raise ScenarioError([f"{label}: not valid YAML"]) from None
+        mark = getattr(e, "problem_mark", None)
+        where = f"{label}:{mark.line + 1}" if mark else label
+        raise ScenarioError([f"{where}: not valid YAML: {getattr(e, 'problem', e)}"]) from None
+    _refuse_duplicates(root, (), label)
+    return root, yaml.safe_load(text)
+
+
+def _refuse_duplicates(node, path: tuple, label: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for k, v in node.value:
+            key = k.value if isinstance(k, yaml.ScalarNode) else None
+            if key is not None and key in seen:
+                raise ScenarioError([f"{label}:{k.start_mark.line + 1}: {format_path((*path, key))}: "
+                                     f"given twice, at lines {seen[key]} and {k.start_mark.line + 1}; "
+                                     "keep one"])
+            if key is not None:
+                seen[key] = k.start_mark.line + 1
+            _refuse_duplicates(v, (*path, key), label)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _refuse_duplicates(item, (*path, i), label)
+
+
 def _set(data: dict, dotted: str, raw: str) -> None:
     """Apply one `--set a.b.0.c=value` (the value is parsed as YAML: numbers, lists, null)."""
     keys = [int(k) if k.isdigit() else k for k in dotted.split(".")]
@@ -104,13 +137,7 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None, *,
         trust_includes = True
     else:
         text, label = _read(source)
-        try:
-            root = yaml.compose(text)
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"{label}:{mark.line + 1}" if mark else label
-            raise ScenarioError([f"{where}: not valid YAML: {getattr(e, 'problem', e)}"]) from None
+        root, data = _parse(text, label)
         if not isinstance(data, dict):
             raise ScenarioError([f"{label}: a scenario is a YAML mapping (name:, duration:, cluster:, ...)"])
     data = _with_includes(data, label, trust_includes)
@@ -182,11 +209,10 @@ def _with_includes(data: dict, label: str, trusted: bool = False) -> dict:
         try:
             if path.stat().st_size > MAX_BYTES:
                 raise ScenarioError([f"{where}: larger than {MAX_BYTES // 1024} KiB"])
-            part = yaml.safe_load(path.read_text())
+            text = path.read_text()
         except (OSError, UnicodeDecodeError) as e:
             raise ScenarioError([f"{where}: cannot read it ({type(e).__name__})"]) from None
-        except yaml.YAMLError:
-            raise ScenarioError([f"{where}: not valid YAML"]) from None
+        part = _parse(text, where, echo=False)[1]
         if not isinstance(part, dict) or not set(map(str, part)) <= set(Scenario.model_fields):
             raise ScenarioError([f"{where}: not a scenario fragment (a YAML mapping of "
                                  "scenario sections)"])

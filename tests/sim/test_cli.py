@@ -104,3 +104,58 @@ def test_cli_list_and_schema():
 def test_import_is_fast_and_torch_free():
     code = "import sys, rdzv_sim; assert 'torch' not in sys.modules and 'pandas' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_a_key_given_once_per_mapping_is_fine_twice_is_refused_by_path():
+    """The rule's near miss: the same key in two different mappings is not a duplicate."""
+    from rdzv_sim.scenario import ScenarioError, load
+    ok = "name: x\nduration: 10\ncluster: {nodes: 2}\nprotocol: {name: hrw}\n"
+    assert load(ok).name == "x"                     # `name` at the top and under protocol
+    with pytest.raises(ScenarioError) as e:
+        load(ok + "duration: 20\n")
+    assert e.value.messages == ["<scenario>:5: duration: given twice, at lines 2 and 5; keep one"]
+
+
+def test_a_duplicate_key_exits_2_naming_both_lines(tmp_path):
+    path = Path(__file__).with_name("broken") / "duplicate-section.yaml"
+    r = cli("run", str(path), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "cluster: given twice, at lines 4 and 7" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_list_is_one_line_per_scenario_and_show_gives_the_rest():
+    from rdzv_sim.scenario.load import bundled
+    names = list(bundled())
+    r = cli("list")
+    lines = r.stdout.splitlines()
+    rows = [ln for ln in lines if ln.split(" ", 1)[0] in names]
+    assert [ln.split(" ", 1)[0] for ln in rows] == names          # one line each, in order
+    quick = next(ln for ln in rows if ln.startswith("quickstart "))
+    assert quick.endswith("rendezvous with the hrw protocol; host 3 crashes at 120 s, the survivors "
+                          "notice when their collective times out and re-form at 7 hosts; host 3 "
+                          "comes back at 200 s and the job grows back to 8.")
+    r = cli("show", "quickstart")
+    assert r.returncode == 0 and "goodput" in r.stdout and "name: quickstart" in r.stdout
+    r = cli("show", "no-such-scenario")
+    assert r.returncode == 2 and "no bundled scenario" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("text, first", [
+    ("One. Two.", "One."),
+    ("Version 2.13 is new. Then more.", "Version 2.13 is new."),   # a dot inside a number
+    ("No full stop", "No full stop"),
+    ("  Spread\n  over lines.  Next.", "Spread over lines."),
+])
+def test_first_sentence(text, first):
+    from rdzv_sim.cli import first_sentence
+    assert first_sentence(text) == first
+
+
+def test_the_license_is_an_spdx_expression():
+    """setuptools deprecates the `{text = ...}` table (builds stop after 2027-02-18)."""
+    import tomllib
+    from packaging.licenses import canonicalize_license_expression
+    meta = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    assert isinstance(meta["license"], str)
+    assert canonicalize_license_expression(meta["license"]) == meta["license"]
