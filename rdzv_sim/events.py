@@ -94,7 +94,7 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.FAULT_CRASH: ("cause",), E.FAULT_PAUSE: ("duration",), E.FAULT_PARTITION: ("duration", "hosts"),
     E.PARTITION_HEALED: ("hosts",), E.FAULT_LATENCY: ("delay", "duration", "hosts"),
     E.LATENCY_HEALED: ("hosts",), E.FAULT_LOSS: ("duration", "hosts", "rate", "rto"),
-    E.LOSS_HEALED: ("hosts",), E.FAULT_RACK_FAILURE: ("hosts",), E.FAULT_CLOCK_SKEW: ("offset",),
+    E.LOSS_HEALED: ("held", "hosts"), E.FAULT_RACK_FAILURE: ("hosts",), E.FAULT_CLOCK_SKEW: ("offset",),
     E.FAULT_PREEMPTION: ("notice",), E.FAULT_STRAGGLER: ("duration", "slowdown"),
     E.FAULT_JOB_INTERRUPTION: ("cause",), E.FAULT_LIGHTHOUSE_CRASH: ("duration",),
     E.FAULT_STORE_CRASH: ("cause", "leader", "member"), E.FAULT_STORE_PAUSE: ("duration",),

@@ -8,8 +8,10 @@ connection error at once). Hostile stores too: *garble* replaces the store's rep
 seeded garbage of the same length, *truncate* delivers the first half of the next reply and
 closes the connection; a heal ends both. A *lossy* link holds each chunk, with a seeded rate,
 for the retransmission timeouts TCP would wait for it (doubling per loss in a row), and may
-reset a connection at random (`set_loss(name, rate, rto, reset)`). It runs an asyncio loop on a thread of the launcher; the control
-methods are thread-safe.
+reset a connection at random (`set_loss(name, rate, rto, reset)`). Each link draws from a
+stream of its own (`link_rng(seed, name)`), so its k-th chunk's fate does not depend on the
+other links' traffic, and counts the chunks it held (`held`), the fault's own record. It runs
+an asyncio loop on a thread of the launcher; the control methods are thread-safe.
 """
 from __future__ import annotations
 
@@ -22,10 +24,17 @@ from rdzv_sim.sim.network import resend_delay
 CHUNK = 65536
 
 
+def link_rng(seed: int, name: str) -> random.Random:
+    """The draws of `name`'s link under a run's `seed` (the first decides its first chunk)."""
+    return random.Random(f"{seed}:{name}")
+
+
 class _Link:
     """One node's faults: a delay, a cut (an Event that is clear while cut), its connections."""
 
-    def __init__(self):
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.held = 0                           # chunks a loss held for a resend (its record)
         self.delay = 0.0
         self.reply_mode = "pass"                # or "garble", "truncate" (the store's replies)
         self.loss, self.rto, self.reset = 0.0, 0.2, 0.0   # a lossy link's rates (set_loss)
@@ -38,7 +47,7 @@ class FaultProxy:
     def __init__(self, upstream_host: str, upstream_port: int, listen_host: str = "127.0.0.1",
                  seed: int = 0):
         self.upstream = (upstream_host, upstream_port)
-        self.rng = random.Random(seed)
+        self.seed = seed
         self.listen_host = listen_host
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="fault-proxy")
@@ -65,8 +74,14 @@ class FaultProxy:
         as `rdzv_sim.sim.network.resend_delay` says), and a chunk resets its
         connection with probability `reset`; 0, 0: a clean link again."""
         link = self.links[name]
-        self.loop.call_soon_threadsafe(lambda: (setattr(link, "loss", rate), setattr(link, "rto", rto),
-                                                setattr(link, "reset", reset)))
+
+        async def go():                         # in force once this returns
+            link.loss, link.rto, link.reset = rate, rto, reset
+        self._run(go())
+
+    def held(self, name: str) -> int:
+        """How many of `name`'s chunks a loss has held so far."""
+        return self.links[name].held
 
     def cut(self, name: str) -> None:
         self.loop.call_soon_threadsafe(self.links[name].open.clear)
@@ -108,7 +123,7 @@ class FaultProxy:
 
     # --- the loop ------------------------------------------------------------------------
     async def _listen(self, name: str) -> int:
-        link = self.links[name] = _Link()
+        link = self.links[name] = _Link(link_rng(self.seed, name))
         server = await asyncio.start_server(lambda r, w: self._serve(link, r, w), self.listen_host, 0)
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]
@@ -139,15 +154,16 @@ class FaultProxy:
             if link.delay:
                 await asyncio.sleep(link.delay)
             if link.loss or link.reset:
-                if self.rng.random() < link.reset:
+                if link.reset and link.rng.random() < link.reset:
                     writer.transport.abort()
                     return
-                wait = resend_delay(link.loss, link.rto, self.rng.random)
+                wait = resend_delay(link.loss, link.rto, link.rng.random)
                 if wait:
+                    link.held += 1
                     await asyncio.sleep(wait)
             await link.open.wait()                  # held while cut, delivered on heal
             if reply and link.reply_mode == "garble":
-                data = bytes(self.rng.getrandbits(8) for _ in data)
+                data = bytes(link.rng.getrandbits(8) for _ in data)
             elif reply and link.reply_mode == "truncate":
                 writer.write(data[:max(1, len(data) // 2)])
                 await writer.drain()

@@ -3,7 +3,8 @@
 Three kinds of keys, each parsed by its own model so a bad value fails at handler creation with
 `ValueError` naming the key:
 - the protocol's own settings (its registered settings model: the names, bounds and defaults a
-  scenario has, but torchrun's 30 s last call);
+  scenario has, but torchrun's 30 s last call, and a probing protocol's probe set from torch's
+  liveness keys, `keep_alive_interval` and `keep_alive_max_attempt`, or their defaults);
 - the handler's (`HandlerSettings`: which protocol, the store, timeouts, the node's name);
 - torchrun's and torch c10d's own keys that these protocols do not use (`TORCH_KEYS`): accepted,
   with one log line, so one `--rdzv-conf` serves c10d and the project's backends alike.
@@ -28,8 +29,26 @@ log = logging.getLogger("real_backend.torchrun_plugin")
 TORCH_KEYS = {"keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "use_libuv", "timeout",
               "store_type", "ssl_certfile", "protocol_version", "cacert", "cert", "key", "etcd_prefix",
               "last_call_timeout"}
-# torchrun's own default where the scenarios' differs (torch's RendezvousTimeout: last call 30 s)
-TORCHRUN_DEFAULTS = {"last_call_timeout": 30.0}
+# torchrun's own default where the scenarios' differs (torch's RendezvousTimeout: last call 30 s;
+# the handler contract: shutdown closes the rendezvous for everyone)
+TORCHRUN_DEFAULTS = {"last_call_timeout": 30.0, "close_on_shutdown": True}
+PROBE = {"probe_interval", "probe_timeout"}             # a protocol that probes its members (hrw)
+
+
+class Liveness(BaseModel):
+    """torch c10d's liveness keys, with torch's defaults (`create_handler`): a node is dead once
+    `keep_alive_interval x keep_alive_max_attempt` pass without its keep-alive."""
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
+
+    keep_alive_interval: PositiveFloat = 5.0
+    keep_alive_max_attempt: PositiveInt = 3
+
+    def probe(self) -> dict[str, float]:
+        """The same bound for a probing protocol: a waiter probes every interval, and a member
+        silent for the remaining attempts is gone, so a dead member is found within
+        interval x attempts of its death, as c10d finds it (at most)."""
+        return {"probe_interval": self.keep_alive_interval,
+                "probe_timeout": self.keep_alive_interval * max(1, self.keep_alive_max_attempt - 1)}
 COMMON = {"name", "run_id", "min_nodes", "max_nodes"}   # from --rdzv-id and --nnodes
 
 
@@ -93,7 +112,8 @@ def parse(params, backend: str, protocol: str | None = None):
     if unknown:
         raise ValueError(f"--rdzv-conf: unknown key(s) {unknown} for protocol {name!r}; known: "
                          f"{sorted(own | HANDLER_KEYS)} (and torch's own: {sorted(TORCH_KEYS)})")
-    ignored = sorted(set(conf) & TORCH_KEYS - own)
+    probes = PROBE <= own
+    ignored = sorted(set(conf) & TORCH_KEYS - own - (set(Liveness.model_fields) if probes else set()))
     if ignored:
         log.info("--rdzv-conf: %s are torch's own keys; protocol %r does not use them.",
                  ", ".join(ignored), name)
@@ -108,6 +128,11 @@ def parse(params, backend: str, protocol: str | None = None):
         raise ValueError(f"protocol {name!r} needs each node's rank: torchrun --node-rank (or "
                          "--rdzv-conf rank=N)")
     given = {k: v for k, v in TORCHRUN_DEFAULTS.items() if k in own}
+    if probes:                          # torch's liveness keys (or defaults) set the probe
+        try:
+            given.update(Liveness(**conf).probe())
+        except ValidationError as e:
+            raise _value_error(e, conf) from None
     given.update({k: conf[k] for k in own if conf.get(k) is not None})
     if "confirm_timeout" in own and "confirm_timeout" not in conf and handler.close_timeout is not None:
         given["confirm_timeout"] = handler.close_timeout

@@ -17,7 +17,8 @@ membership. `--rdzv-conf` is read by torchrun_conf.py (the protocol's own settin
 - `num_nodes_waiting` (called every monitor interval) is 0 until a watcher thread, blocked on
   the store, sees a late joiner or the round ended by another member; from then on each call
   reads the count (one store read, as torch's c10d does on every call).
-- `shutdown()` runs the protocol's shutdown (hrw: closes the rendezvous, as torch's handlers do).
+- `shutdown()` runs the protocol's shutdown (hrw, static: closes the rendezvous, as torch's
+  handlers do); a second call does nothing.
 - Values in the store are JSON text; nothing is unpickled.
 """
 from __future__ import annotations
@@ -113,6 +114,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
         self._waiting = 0
         self._watcher: tuple[threading.Thread, RealRuntime] | None = None
         self._watch_rt: RealRuntime | None = None
+        self._shut = False                       # shutdown() has run (its runtimes are closed)
         self.rt = self._runtime()
 
     # --- plumbing ----------------------------------------------------------------------
@@ -257,8 +259,12 @@ class ProtocolRendezvousHandler(RendezvousHandler):
         return self.run_id
 
     def shutdown(self) -> bool:
-        """The protocol's shutdown (hrw's closes the rendezvous for every agent, as torch's own
-        handlers do), then this handler's resources."""
+        """The protocol's shutdown (hrw's and static's close the rendezvous for every agent, as
+        torch's own handlers do), then this handler's resources. Idempotent, as torch's own
+        (`test_shutdown_can_be_called_multiple_times`): a second call does nothing."""
+        if self._shut:
+            return True
+        self._shut = True
         self._stop_watch()
         try:
             self._drive(self.protocol.shutdown(self._node()))

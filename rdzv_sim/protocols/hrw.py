@@ -423,11 +423,13 @@ class HrwProtocol(Protocol):
 
     def _decide(self, key: str, proposal: str, attempts: int = 100):
         """compare_set(key, "", proposal), retried through store timeouts: a member that acked
-        must learn the verdict, or it could walk away from a round that completes with it."""
+        must learn the verdict, or it could walk away from a round that completes with it.
+        Each timeout is recorded all the same (a paused store's deadlines are seen, not hidden)."""
         for _ in range(attempts - 1):
             try:
                 return (yield CompareSet(key, "", proposal))
-            except StoreTimeout:
+            except StoreTimeout as e:
+                yield Emit("store_timeout", detail={"reason": str(e)})
                 yield Sleep(1.0)
         return (yield CompareSet(key, "", proposal))
 

@@ -71,7 +71,7 @@ def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] | N
                             "rdzv_sim.protocols.Protocol")
     if not (isinstance(settings, type) and issubclass(settings, ProtocolSettings)):
         raise ProtocolError(f"register_protocol({name!r}): settings must subclass "
-                            "rdzv_sim.protocols.ProtocolSettings, got {settings!r}")
+                            f"rdzv_sim.protocols.ProtocolSettings, got {settings!r}")
     if name in _SPECS and not replace and _SPECS[name].cls is not cls:
         raise ProtocolError(f"protocol {name!r} is registered already (by {_SPECS[name].module}); "
                             "pass replace=True to replace it")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep
-from .base import (BadValue, NodeInfo, Protocol, RendezvousFailed, RendezvousTimeout, RoundResult,
-                   Watch, digest, watch_key)
+from .base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed,
+                   RendezvousTimeout, RoundResult, Watch, digest, watch_key)
 from .registry import register_protocol
 from .settings import ProtocolSettings
 
@@ -20,6 +22,10 @@ class StaticSettings(ProtocolSettings):
     """Settings of the `static` protocol: a fixed world (min_nodes == max_nodes == the nodes)."""
     name: Literal["static"] = "static"
     fixed_world: ClassVar[bool] = True
+    # torch's StaticTCPRendezvous closes nothing on shutdown; under torchrun the project's
+    # handler turns this on (torchrun_conf.TORCHRUN_DEFAULTS): the handler contract's row
+    close_on_shutdown: bool = Field(False, description="an agent that exits (out of restarts, timed out, done) "
+                                    "closes the rendezvous for every agent (torchrun's plugin: on)")
 
     def problems(self, sc) -> list[tuple[tuple, str]]:
         out = []
@@ -89,12 +95,15 @@ class StaticProtocol(Protocol):
 
     def _await(self, rnd: int, name: str, deadline: float, node: NodeInfo):
         """The value of key `name` of round `rnd`; None if a restarted rank ended the round
-        first (start anew); RendezvousTimeout at the join deadline."""
+        first (start anew); RendezvousClosed once the rendezvous is closed; RendezvousTimeout at
+        the join deadline."""
         now = yield Now()
         idx, value = yield FirstOf(watch_key(self._k(rnd, name)), watch_key(self._k(rnd, "end")),
-                                   Sleep(max(0.0, deadline - now)))
+                                   Sleep(max(0.0, deadline - now)), watch_key(self.prefix + "closed"))
         if isinstance(value, BaseException):
             raise value
+        if idx == 3:
+            raise RendezvousClosed(f"the rendezvous {self.cfg.run_id!r} was closed while {node.name} waited")
         if idx == 2:
             raise RendezvousTimeout(f"static rendezvous: not all {self.cfg.max_nodes} ranks arrived "
                                     f"in {self.cfg.join_timeout:g} s")
@@ -102,6 +111,11 @@ class StaticProtocol(Protocol):
 
     def watch(self, result: RoundResult, state=None, node=None):
         return [Watch(watch_key(self._k(result.round, "end")), "round_ended")]
+
+    def shutdown(self, node: NodeInfo):
+        """torch's handler.shutdown(): close the rendezvous for every agent (close_on_shutdown)."""
+        if self.cfg.close_on_shutdown:
+            yield from self.set_closed(node.name)
 
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield CompareSet(self.prefix + "round", str(result.round), str(result.round + 1))

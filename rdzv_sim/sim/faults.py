@@ -74,7 +74,8 @@ def apply(sim, a, state: dict) -> None:
     elif k == "unlose":
         for h in state["hosts"]:
             sim.net.set_loss(h, 0.0)
-        sim.trace.record(env.now, "network", "loss_healed", detail={"hosts": len(state["hosts"])})
+        held = {h: sim.net.held.pop(h, 0) for h in sorted(state["hosts"])}
+        sim.trace.record(env.now, "network", "loss_healed", detail={"hosts": len(state["hosts"]), "held": held})
     elif k == "store_crash":
         sim.crash_store("store_crash")
     elif k == "store_pause":

@@ -66,6 +66,7 @@ class Network:
         self.extra: dict[str, float] = {}      # host -> added one-way delay (latency faults)
         self.loss: dict[str, tuple[float, float]] = {}   # host -> (loss rate, RTO) (loss faults)
         self.loss_rng = rng.spawn(1)[0]        # its own stream: jitter draws stay as they were
+        self.held: dict[str, int] = {}         # host -> messages a loss held for a resend
         self.isolated: dict[str, int] = {}     # host -> id of the partition group it is in
         self.heal_events: dict = {}            # group -> event that fires when it heals
         self._next_group = 1
@@ -88,7 +89,10 @@ class Network:
             self._u_next = i + 1
             base *= 1.0 + self.jitter * self._u[i]
         if self.loss and host in self.loss:
-            base += resend_delay(*self.loss[host], self.loss_rng.random)
+            resent = resend_delay(*self.loss[host], self.loss_rng.random)
+            if resent:
+                self.held[host] = self.held.get(host, 0) + 1
+                base += resent
         return base + self.extra[host] if self.extra and host in self.extra else base
 
     def base_from(self, to: str) -> dict:

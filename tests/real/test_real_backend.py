@@ -72,21 +72,27 @@ def test_dead_store_fails_every_node_fast():
 
 
 def test_paused_store_gives_timeouts_not_hangs():
-    # paused for 20 s from the first agent's first call, however long the agents took to
-    # import torch: they call into it and see their 4 s deadlines pass
+    """Paused for 20 s from the first agent's first call, however long the agents took to
+    import torch. min_nodes 1: no agent can park on a watch below min_nodes, so every wait of
+    every agent ends on its own timer (last call, close grace, confirm window: seconds) and
+    the store call that follows sees its 4 s deadline pass: a timeout, recorded, never a hang.
+    (Before, three agents that were all confirming when the pause hit retried their verdicts
+    through the timeouts silently: hrw's `_decide` now records each one.)"""
     sc = scenario("real-paused-store", 90, [{"kind": "store_pause", "duration": 20,
-                                             "at": {"after": "rendezvous_start"}}])
+                                             "at": {"after": "rendezvous_start"}}],
+                  min_nodes=1, last_call_timeout=3)
     r = run_real(sc, until={"after": "round_complete", "plus": 0.5})
     ev = r.events
     paused = ev[ev.event == "fault_store_pause"].t.min()
     resumed = ev[ev.event == "store_resumed"].t.min()
     assert resumed - paused == pytest.approx(20, abs=1)
     timeouts = ev[ev.event == "store_timeout"]
-    # every agent that called into the paused store with more than its 4 s deadline left saw
-    # the deadline pass (on a busy machine an agent may start only after the pause)
+    # every agent that began with 12 s of the pause left (its longest timer, ~6 s, plus the
+    # 4 s deadline, with room) saw a deadline pass; the agent whose start set the pause off
+    # is always one of them
     first = ev[ev.event == "rendezvous_start"].groupby("node").t.min()
-    caught = set(first[first < resumed - 4.5].index)
-    assert caught and caught <= set(timeouts.node)
+    caught = set(first[first < resumed - 12].index)
+    assert first.idxmin() in caught and caught <= set(timeouts.node), ev[["t", "node", "event"]].to_string()
     assert timeouts.t.between(paused, resumed + 1).all()
     assert r.rounds.nnodes.tolist()[-1] == 3                 # they all get in once it resumes
     assert ev[ev.event == "rank_assigned"].t.min() > resumed
@@ -232,24 +238,35 @@ def test_preemption_with_notice_hrw_reforms_before_the_kill():
 
 
 def test_gray_links_loss_then_flap_slow_but_do_not_break_the_round():
-    """Node 1's link loses half its chunks while round 0 forms (each held for TCP's doubling
+    """Node 1's link loses half its chunks as it joins round 0 (each held for TCP's doubling
     resend timeouts), then node 0's link flaps (1 s down every 3 s, shorter than the
     collectives' timeout) once the first round's workers run: one round forms, slower for node
     1, and the job never re-forms; the simulator says the same. (The flap waits for the workers,
     not the ranks: a loaded machine's process-group set-up under the loss can outlast a second,
-    and a flap during it fails the set-up, a re-rendezvous this test is not about.)"""
+    and a flap during it fails the set-up, a re-rendezvous this test is not about.)
+
+    What the loss does is made certain, not left to chance: it is in force from the run's start
+    (the launcher sets it, and waits for the proxy to take it, before its next step), node 1
+    starts after that step (a slow join), and the seed's first draw on node 1's link is a loss,
+    so node 1's first chunk (its connection's handshake, inside its rendezvous) is held."""
     started = {"after": "workers_started"}
     sc = scenario("real-gray", 30, [
-        {"kind": "loss", "nodes": [1], "at": {"after": "rendezvous_start"}, "duration": 12,
-         "rate": 0.5, "rto": 0.1},
+        {"kind": "loss", "nodes": [1], "at": 0, "duration": 2, "rate": 0.5, "rto": 0.1},
+        {"kind": "slow_join", "node": 1, "delay": 0.5},
         {"kind": "flap", "nodes": [0], "at": {**started, "plus": 1}, "duration": 9, "period": 3, "down": 1}],
-        nodes=2)
-    sc["duration"] = 90
+        nodes=2, confirm_timeout=15)
+    # a chunk the loss holds waits up to 6.3 s (six resends in a row): the confirmation and the
+    # process group's set-up outlast that, so the loss slows the round and never breaks it
+    sc["duration"], sc["seed"], sc["agent"]["collective_timeout"] = 90, 3, 15
+    from real_backend.proxy import link_rng
+    assert link_rng(sc["seed"], "node1").random() < 0.5       # node 1's first chunk is held
     r = run_real(sc, until={**started, "plus": 12})
     assert r.rounds.nnodes.tolist() == [2], r.events[["t", "node", "event"]].to_string()
     ev = r.events
     assert (ev.event == "fault_loss").sum() == 1 and (ev.event == "loss_healed").sum() == 1
     assert (ev.event == "fault_partition").sum() == 3
+    held = details(ev[ev.event == "loss_healed"])[0]["held"]
+    assert held["node1"] >= 1                                # the proxy's own record
     ra = ev[ev.event == "rank_assigned"]
     assert dict(zip(ra.node, [d["latency"] for d in details(ra)]))["node1"] >= 0.1   # resent
     assert not check_safety({"events": ev, "rounds": r.rounds}, load(sc)).violations

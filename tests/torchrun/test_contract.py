@@ -196,6 +196,44 @@ def test_shutdown_closes_the_rendezvous_for_everyone(backend, store):
             Call(job.handler("late")).result()
 
 
+def test_shutdown_can_be_called_multiple_times(backend, store):
+    """torch: test_shutdown_can_be_called_multiple_times (no error, and the job stays closed)."""
+    with Job(backend, store, 1, 2) as job:
+        a, = job.formed("a")
+        assert a.shutdown() is True
+        assert a.shutdown() is True
+        with pytest.raises(RendezvousClosedError):
+            Call(job.handler("late")).result()
+
+
+def static_job(store, **conf):
+    return Job("static", store, 2, 2, **conf)
+
+
+def test_static_closed_while_waiting_raises_at_once(store):
+    """The static world's rank 0 waits for rank 1; the job is closed: it raises, not at the
+    600 s join timeout."""
+    with static_job(store, join_timeout="600") as job:
+        waiting = Call(job.handler("a", rank="0"))
+        time.sleep(0.5)                                     # (a is in its wait, or about to be)
+        job.handler("b", rank="1").set_closed()
+        with pytest.raises(CLOSED):
+            waiting.result(within=60)
+
+
+def test_static_shutdown_closes_the_rendezvous_for_everyone(store):
+    with static_job(store) as job:
+        hs = [job.handler(n, rank=r) for n, r in (("a", "0"), ("b", "1"))]
+        for c in [Call(h) for h in hs]:
+            c.result()
+        a, b = hs
+        a.shutdown()
+        until("b sees it closed", b.is_closed)
+        assert a.shutdown() is True                         # again: no error
+        with pytest.raises(RendezvousClosedError):
+            Call(job.handler("late", rank="1")).result()
+
+
 def test_num_nodes_waiting_counts_every_late_node(backend, store):
     with Job(backend, store, 2, 4) as job:
         a, b = job.formed("a", "b")

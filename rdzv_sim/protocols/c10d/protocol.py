@@ -57,7 +57,7 @@ class Holder:
 class C10dSettings(ProtocolSettings):
     """Settings of the `c10d` model (torchrun's --rdzv-conf names; seconds)."""
     name: Literal["c10d"] = "c10d"
-    last_call_timeout: NonNegativeFloat = Field(1.0, description="after min_nodes join, wait this long for more")
+    last_call_timeout: NonNegativeFloat = Field(30.0, description="after min_nodes join, wait this long for more (torch: 30)")
     keep_alive_interval: PositiveFloat = Field(5.0, description="heartbeat period")
     keep_alive_max_attempt: PositiveInt = Field(3, description="missed beats before a node is dead")
 
