@@ -173,16 +173,15 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
         saved_total += w.saved
         for s in segs:
             dt = s.t1 - s.t0
-            working = s.groups - s.healing          # a healing group (async) contributes nothing
-            f = throughput(len(working) * size, full, tr)
-            e_heal = len(s.healing) * size / full
-            useful = f * qf * dt
+            working = s.groups - s.healing
+            split = training_split(len(working), len(s.healing), size, full, tr, qf)
+            useful = split.useful * dt
             good += keep * useful
             lost["checkpoint_stall"] += stall * useful
             lost["recompute"] += redo * useful
-            lost["quorum"] += f * (1 - qf) * dt
-            lost["heal"] += e_heal * dt
-            lost["running_smaller"] += (1 - f - e_heal) * dt
+            lost["quorum"] += split.quorum * dt
+            lost["heal"] += split.heal * dt
+            lost["running_smaller"] += split.smaller * dt
             for g in working:
                 rnd = _round_at(by_group.get(g, ()), s.t0)
                 if rnd is not None:
@@ -211,6 +210,24 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
                           for _, _, u, dn, _, rnd, _ in life],
                          columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate", "saved_s"])
     return TrainingResult(table, failures, summary, d, quorums)
+
+
+class Split(NamedTuple):
+    """Shares of the job's capacity in one second of a training segment (they sum to 1)."""
+    useful: float          # the working groups' steps (before checkpoint stalls and recompute)
+    quorum: float          # the working groups' quorum calls
+    heal: float            # groups still healing (the async quorum): in the collectives, no work
+    smaller: float         # the rest: groups outside the quorum, and what scaling loses
+
+
+def training_split(working: int, healing: int, size: int, full: int, tr, qf: float) -> Split:
+    """One second of training with `working` groups contributing and `healing` groups still
+    fetching their state (torchft's async quorum: they join the collectives and contribute
+    nothing), groups of `size` hosts in a job of `full`; `qf` is the steps' share of a
+    quorum's cycle."""
+    f = throughput(working * size, full, tr)
+    e_heal = healing * size / full
+    return Split(f * qf, f * (1 - qf), e_heal, 1 - f - e_heal)
 
 
 def _ends_in_restart(lh, segs) -> bool:
