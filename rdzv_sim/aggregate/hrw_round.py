@@ -16,6 +16,7 @@ holes (a joiner that crashes between add and set), a watch is one request.
 """
 from __future__ import annotations
 
+import math
 from bisect import insort
 from dataclasses import dataclass
 
@@ -55,12 +56,9 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     start = np.asarray(start, dtype=float)
     lat = np.asarray(lat, dtype=float)
     k = sizes.key
-    c0 = fifo.serve(start + lat, k) + lat                      # check(P/closed): still open
-    r1 = fifo.serve(c0 + lat, k + 1) + lat                     # compare_set(round, "", "0")
-    d2 = fifo.serve(r1 + lat, k)                               # add(seq, 1): the slot
+    d2, d3 = _joins(fifo, start, lat, sizes)
     t_join = d2 + lat
     order = np.argsort(d2, kind="stable")
-    d3 = fifo.serve(t_join + lat, k + sizes.desc)              # set(n{slot}) (fire and forget)
     n = len(order)
     if n < min_nodes:
         return None
@@ -106,11 +104,43 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     return RoundTiming(order, t_join, members, late, closer, t_closed, t_assigned, t_confirm, got, t_rank)
 
 
+def _joins(fifo: Fifo, start: np.ndarray, lat: np.ndarray, sizes: Sizes) -> tuple[np.ndarray, np.ndarray]:
+    """Each joiner's add(seq) and set(n{slot}) departures, after its check(P/closed) and
+    compare_set(round). Joiners whose requests can interleave are served together, phase by
+    phase (one numpy batch a phase); a joiner whose first request reaches the store after the
+    last request of those before it forms the next group, so a joiner seconds behind the others
+    does not hold their later phases back (the per-operation store serves them first)."""
+    k, n = sizes.key, len(start)
+    order = np.argsort(start + lat, kind="stable")
+    first = (start + lat)[order]
+    d2, d3 = np.empty(n), np.empty(n)
+    i = 0
+    while i < n:
+        j, saved = i + 1, (fifo.free_at, fifo.ops, fifo.bytes)
+        while True:
+            g = order[i:j]
+            lg = lat[g]
+            c0 = fifo.serve(start[g] + lg, k) + lg                     # check(P/closed): still open
+            r1 = fifo.serve(c0 + lg, k + 1) + lg                       # compare_set(round, "", "0")
+            a = fifo.serve(r1 + lg, k)                                 # add(seq, 1): the slot
+            b = fifo.serve(a + 2 * lg, k + sizes.desc)                 # set(n{slot}) (fire and forget)
+            grown = int(np.searchsorted(first, fifo.free_at, side="left"))
+            if grown <= j:
+                break
+            j = grown                        # later joiners arrive while the group is served
+            fifo.free_at, fifo.ops, fifo.bytes = saved
+        d2[g], d3[g] = a, b
+        i = j
+    return d2, d3
+
+
 class HrwRounds(RoundModel):
     """The forming round closes at once with max_nodes joiners, else at the min_nodes-th
     joiner's last call; with fewer, at the join timeout. Joiners of a closed round wait; the
     members of a round not full restart for them at their next monitor tick. Joiners are kept
-    by host code (`job.host`): a round of 10^4 is array work."""
+    by host code (`job.host`): a round of 10^4 is array work. A waiter probes the members:
+    a round whose member died ends at the first probe after it (or its survivors leave first)."""
+    probes_members = True
 
     def __init__(self, job):
         super().__init__(job)
@@ -126,6 +156,10 @@ class HrwRounds(RoundModel):
         self.sizes = Sizes(key=len(f"{job.protocol.prefix}r0/") + 4,
                            desc=len(job.nodes[job.hosts[0]].info.encode()) + 8)
         self.closed = False                        # an agent's shutdown closed the rendezvous
+        self.waiters: dict[str, float] = {}        # the running round's late joiners: since when
+        self.dead_at: float | None = None          # the running round's first member death
+        self.prober: tuple | None = None           # (when, who) a waiter's probe ends the round
+        self.waited: dict[int, int] = {}           # round -> joiners that waited it out after it closed
 
     def counter(self) -> Fifo:
         return self.fifo
@@ -146,7 +180,7 @@ class HrwRounds(RoundModel):
             self._enter_one(int(codes[0]), float(times[0]))
         else:
             self._enter_many(codes, np.asarray(times, dtype=float))
-        if self.job.members:
+        if self._runs():
             self._late(names, list(times))
         elif len(codes) or not np.isnan(self.t_join).all():
             self._plan()
@@ -175,10 +209,34 @@ class HrwRounds(RoundModel):
         self.t_join[codes] = times
 
     def gone(self, name: str, t: float) -> None:
-        c = self.job.host.code[name]
+        job = self.job
+        c = job.host.code[name]
+        self.waiters.pop(name, None)
         if not np.isnan(self.t_join[c]):
             self.t_join[c] = np.nan
             self.starts = None
+            if not self._runs():
+                self._plan()                # its join timeout no longer counts: the next one's
+        if job.is_member[c] and self.dead_at is None:
+            self.dead_at = t
+            self._probe()
+
+    def _runs(self) -> bool:
+        """A round runs (its members may all be dead): joiners wait for it to end."""
+        return bool(self.job.members) or math.isfinite(self.job.t_ws)
+
+    def _probe(self) -> None:
+        """A waiter probes the members every probe_interval from when it began to wait; the
+        first probe after a member died goes unanswered, and probe_timeout later the waiter
+        ends the round (`HrwProtocol._await_end`)."""
+        if self.dead_at is None or not self.waiters:
+            return
+        p = self.job.sc.protocol
+        every = p.probe_interval
+        end, prober = min((w + max(1, math.ceil((self.dead_at - w) / every - 1e-9)) * every, name)
+                          for name, w in self.waiters.items())
+        self.prober = (end + p.probe_timeout, prober)
+        self.job.round_ended(end + p.probe_timeout)
 
     def leave(self, members: list[str], t: float) -> list[float]:
         """end_round: compare_set(round, r, r+1) by every member, then set(end); `end` wakes
@@ -189,6 +247,11 @@ class HrwRounds(RoundModel):
         self.fifo.serve(back + lat, self.sizes.key + 8)
         job.round += 1
         np.fmax(self.t_join, t + 2 * job.host.lat, out=self.t_join, where=~np.isnan(self.t_join))
+        if self.prober is not None and self.prober[0] == t:
+            # the waiter that ended the round joins the next one first: the others hear of
+            # the end from the store, it goes straight on
+            self.t_join[job.host.code[self.prober[1]]] = t
+        self.waiters, self.dead_at, self.prober = {}, None, None
         self.starts = None
         return back.tolist()
 
@@ -223,6 +286,7 @@ class HrwRounds(RoundModel):
 
     def reset(self) -> None:
         self.closed = False
+        self.waiters, self.dead_at, self.prober, self.waited = {}, None, None, {}
         self.fifo.free_at = self.job.env.now
         self._clear()
         self.sizes_of, self.published = {}, None
@@ -240,12 +304,28 @@ class HrwRounds(RoundModel):
         if n >= sc.max_nodes:
             t = starts[sc.max_nodes - 1]
         elif n >= sc.min_nodes:
-            t = starts[sc.min_nodes - 1] + sc.protocol.last_call_timeout
+            t = starts[sc.min_nodes - 1] + self._last_call(starts)
         else:
             t = starts[0] + sc.protocol.join_timeout
         self.plan += 1
         token = self.plan
         self.job.at(t, lambda: self._form() if token == self.plan else None)
+
+    def _last_call(self, starts: list[float]) -> float:
+        """How long the min_nodes-th joiner waits before it closes: the last call, or, when the
+        round before closed and had more members and waiters than have come by then, up to
+        `hole_grace` for the owed-th (`HrwProtocol._owed_arrived`)."""
+        p, r, lo = self.job.sc.protocol, self.job.round, self.job.sc.min_nodes
+        sizes = self.sizes_of.get(r - 1)
+        if r == 0 or sizes is None or p.last_call_timeout >= p.hole_grace or len(starts) < lo:
+            return p.last_call_timeout
+        joined, members = sizes
+        owed = min(self.job.sc.max_nodes, joined + self.waited.get(r - 1, 0))
+        due = starts[lo - 1] + p.last_call_timeout
+        if sum(t <= due for t in starts) >= owed:
+            return p.last_call_timeout
+        came = starts[owed - 1] if len(starts) >= owed else math.inf
+        return min(max(came, due), starts[lo - 1] + p.hole_grace) - starts[lo - 1]
 
     def _late(self, names: list[str], ts: list[float]) -> None:
         """Joiners of a closed round, each known at its time in `ts`: they wait."""
@@ -256,6 +336,10 @@ class HrwRounds(RoundModel):
         job.trace.record_many(ts, codes, "join", r, fields={"slot": slots})
         job.trace.record_many(ts, codes, "waiting", r,
                               fields={"slot": slots, "waiting": np.arange(1, n + 1)})
+        self.waited[r] = self.waited.get(r, 0) + n
+        for name, t in zip(names, ts):
+            self.waiters.setdefault(name, t)
+        self._probe()
         if len(job.members) < job.sc.max_nodes:
             job.nodes_waiting(ts[0] + 2 * job.lat[names[0]])
 
@@ -270,7 +354,7 @@ class HrwRounds(RoundModel):
         starts, lat = self.t_join[jc], host.lat[jc]
         saved = (self.fifo.free_at, self.fifo.ops, self.fifo.bytes)
         rt = hrw_round(self.fifo, starts, lat, sc.min_nodes, sc.max_nodes,
-                       sc.protocol.last_call_timeout, self.sizes)
+                       self._last_call(np.sort(starts).tolist()), self.sizes)
         if rt is None:                                   # too few joined in time: they give up
             self.fifo.free_at, self.fifo.ops, self.fifo.bytes = saved
             self._clear()

@@ -77,8 +77,14 @@ class AggregateJob(Simulation):
         self.scheduler.failed(node)
         was_member = self.is_member[self.host.code[node.name]]
         self._drop(node.name)
-        if was_member:
-            self._leave(max(self.env.now + self.notice_delay(cause, detection), self.t_ws), "peer_failed")
+        if was_member and not self.members and self.model.probes_members:
+            pass                      # nobody is left to end the round: a waiter's probe will
+        elif was_member and self.env.now < self.t_ws:
+            # dead before its workers came up: the others' process-group init (a barrier of
+            # the members) waits for it in vain, as sim/pg_init.py has it per operation
+            self._leave(self.t_ws + self.sc.agent.collective_timeout, "peer_failed")
+        elif was_member:
+            self._leave(self.env.now + self.notice_delay(cause, detection), "peer_failed")
 
     def fail_workers(self, node: SimNode) -> None:
         if node.alive and self.is_member[self.host.code[node.name]]:
@@ -144,6 +150,11 @@ class AggregateJob(Simulation):
         mon = self.sc.agent.monitor_interval
         ticks = math.ceil((max(seen, self.t_ws) - self.t_ws) / mon)
         self._leave(self.t_ws + max(1, ticks) * mon, "nodes_waiting")
+
+    def round_ended(self, t: float) -> None:
+        """Another agent ended the running round at `t` (an hrw waiter whose probe a dead
+        member did not answer): its live members leave then."""
+        self._leave(t, "round_ended")
 
     def gave_up(self, t: float, names: list[str], why: str, reason: str) -> None:
         """torch's RendezvousTimeoutError or RendezvousClosedError: these agents exit."""

@@ -38,6 +38,10 @@ class Formed:
 class RoundModel:
     """The part a protocol fills in; `job` is the `AggregateJob` it serves."""
 
+    # True: a round whose last member died is ended by the model (its waiters probe the
+    # members, as hrw's do), not by the job at once: nobody is left to end it
+    probes_members = False
+
     def __init__(self, job):
         self.job = job
 
