@@ -91,7 +91,8 @@ def markdown(builtin_only: bool = False) -> str:
     out = ["# Scenario reference", "",
            "Generated from the schema (`python -m rdzv_sim.scenario.reference > docs/scenarios.md`;",
            "`rdzv-sim schema --markdown` adds the protocols you registered); the JSON",
-           "schema for editors is `rdzv-sim schema`. Times are seconds. Unknown keys are refused.", ""]
+           "schema for editors is `rdzv-sim schema`. Times are seconds. Unknown keys are refused, and "
+           "so is a key given twice in one mapping (both lines are named).", ""]
     out += ["## Top level", ""] + _table(S.Scenario, "") + [""]
     for name in ("cluster", "store", "agent", "shards", "training", "scheduler", "outputs"):
         f = S.Scenario.model_fields[name]

@@ -255,9 +255,9 @@ def test_a_spare_does_not_time_out(backend, store):
 
 
 def test_a_member_dies_while_a_spare_waits_the_others_re_form_with_the_spare(backend, store):
-    """c10d: the dead member's keep-alives lapse. hrw: the spare's probe goes unanswered by it."""
-    with Job(backend, store, 2, 2, keep_alive_interval="2", keep_alive_max_attempt="3",
-              probe_interval="1", probe_timeout="3") as job:
+    """c10d: the dead member's keep-alives lapse. hrw: the spare's probe goes unanswered by it.
+    Both read the same two torch keys (hrw: a probe every 2 s, 4 s to answer)."""
+    with Job(backend, store, 2, 2, keep_alive_interval="2", keep_alive_max_attempt="3") as job:
         a, b = job.formed("a", "b")
         spare = Call(job.handler("spare"))
         # a's process dies; what it ran in the background dies with it
