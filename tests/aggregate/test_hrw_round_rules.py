@@ -63,3 +63,12 @@ def test_the_round_after_one_of_two_waits_hole_grace_for_the_second(fidelity):
     ev = r.events
     join = ev[(ev.event == "join") & (ev["round"] == 2)].t.min()
     assert r.rounds.end.iloc[-1] - join == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.parametrize("crash, prober", [(90.25, "node1"),    # node 1's probe at 91 s is first
+                                           (91.25, "node2")])   # node 2's at 92 s is (node 1's: 121 s)
+@pytest.mark.parametrize("fidelity", ["aggregate", "per_operation"])
+def test_the_spare_whose_probe_ended_the_round_gets_the_seat(crash, prober, fidelity):
+    r = run(3, 1, 1, [{"kind": "slow_join", "node": 1, "delay": 1}, {"kind": "slow_join", "node": 2, "delay": 2},
+                      {"kind": "crash", "node": 0, "at": crash}], fidelity)
+    assert r.rounds.members.tolist() == ["node0", prober]
