@@ -407,7 +407,8 @@ def incidents_sample(out: Optional[Path] = typer.Option(None, "--out", "-o", hel
     """A synthetic incident log, marked as such in its `source` column: the Llama 3 paper's
     causes and counts over 54 days at random times."""
     from .incidents import sample_log
-    text = sample_log(seed).to_csv(index=False)
+    from .scenario.load import load
+    text = sample_log(load("llama3-54d"), seed).to_csv(index=False)
     if out:
         _write_whole(out, text)
     else:

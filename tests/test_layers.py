@@ -166,3 +166,44 @@ def test_no_table_outside_the_registry_names_a_protocol():
             if hits:
                 bad.append(f"{rel}:{node.lineno}: {hits}")
     assert not bad, "tables keyed by protocol name:\n" + "\n".join(bad)
+
+
+def import_graph(root: Path = ROOT):
+    """module -> the project modules it imports (inside functions too), as a networkx graph."""
+    import networkx as nx
+    mods = {module_of(p, root): p for p in sorted(p for pkg in ("hrw", "rdzv_sim", "real_backend")
+                                                   for p in (root / pkg).rglob("*.py"))}
+
+    def resolve(target):
+        while target and target not in mods:
+            target = target.rpartition(".")[0]
+        return target or None
+    g = nx.DiGraph()
+    g.add_nodes_from(mods)
+    for m, p in mods.items():
+        for target, _ in imported(p, root):
+            t = resolve(target)
+            if t is not None and t != m:
+                g.add_edge(m, t)
+    return g
+
+
+def test_no_import_circle_even_inside_one_layer():
+    import networkx as nx
+    cycles = sorted(nx.simple_cycles(import_graph()), key=len)
+    assert not cycles, f"import circles: {cycles[:3]}"
+
+
+def test_the_circle_check_sees_a_planted_circle(tmp_path):
+    """The near miss: two modules of one layer importing each other, one inside a function."""
+    import networkx as nx
+    for pkg in ("hrw", "real_backend"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "rdzv_sim").mkdir()
+    (tmp_path / "rdzv_sim" / "__init__.py").write_text("")
+    (tmp_path / "rdzv_sim" / "a.py").write_text("from . import b\n")
+    (tmp_path / "rdzv_sim" / "b.py").write_text("def f():\n    from .a import x\n")
+    assert list(nx.simple_cycles(import_graph(tmp_path))) != []
+    (tmp_path / "rdzv_sim" / "b.py").write_text("def f():\n    return 1\n")
+    assert list(nx.simple_cycles(import_graph(tmp_path))) == []

@@ -11,10 +11,10 @@ import pandas as pd
 SOURCE = "synthetic: Llama 3 causes and counts (arXiv 2407.21783), random times"
 
 
-def sample_log(seed: int = 0) -> pd.DataFrame:
-    """The synthetic Llama 3 log: time (s), scope, cause, host, repair_s, detection_s, source."""
-    from ..scenario.load import load
-    sc = load("llama3-54d")
+def sample_log(sc, seed: int = 0) -> pd.DataFrame:
+    """The synthetic log of loaded scenario `sc` (the bundled llama3-54d: `rdzv-sim incidents
+    sample`): time (s), scope, cause, host, repair_s, detection_s, source. The scenario is
+    the caller's to load: the incidents are read by the scenario layer, never the reverse."""
     rng = np.random.default_rng(seed)
     nodes, racks = sc.cluster.nodes, sc.cluster.topology.racks
     rows = []

@@ -10,6 +10,7 @@ import yaml
 
 import rdzv_sim
 from rdzv_sim.incidents import LogError, fit, random_faults, read_log, sample_log
+from rdzv_sim.scenario.load import load
 
 from test_cli import cli
 
@@ -50,7 +51,7 @@ def test_clustered_incidents_are_told_apart_from_a_poisson_process(tmp_path):
 
 
 def test_the_sample_log_is_llama3s_counts_and_says_it_is_synthetic(tmp_path):
-    log = sample_log()
+    log = sample_log(load('llama3-54d'))
     assert len(log) == 466 and log["source"].str.startswith("synthetic").all()
     log.to_csv(tmp_path / "l3.csv", index=False)
     fits = fit(read_log(tmp_path / "l3.csv"), span=54 * 86400)
@@ -217,4 +218,4 @@ def test_a_bad_replayed_log_is_refused_with_the_scenario_and_the_logs_line(tmp_p
 def test_the_bundled_log_is_the_sample_log():
     """llama3-54d-replay's log is `rdzv-sim incidents sample` as it is (not a stale copy)."""
     bundled = pd.read_csv(rdzv_sim.scenario.bundled()["llama3-54d"].with_name("llama3-incidents.csv"))
-    assert bundled.equals(pd.read_csv(io.StringIO(sample_log().to_csv(index=False))))
+    assert bundled.equals(pd.read_csv(io.StringIO(sample_log(load('llama3-54d')).to_csv(index=False))))
