@@ -51,9 +51,12 @@ def _majority_hit(sc, v) -> bool:
 
 
 def _store_lost(sc, v) -> bool:
-    """store_failover and a fault that loses the store (its host's crash, a store crash)."""
+    """store_failover and a fault that loses the store: its host's crash, a store crash, or a
+    pause of the store longer than a call's deadline (the members' calls time out, and they
+    fail over as from a dead store)."""
     return getattr(sc.protocol, "store_failover", False) and any(
-        f.kind == "store_crash" or (f.kind == "crash" and f.node == sc.store.host) for f in sc.faults)
+        f.kind == "store_crash" or (f.kind == "crash" and f.node == sc.store.host)
+        or (f.kind == "store_pause" and f.duration > sc.store.op_timeout) for f in sc.faults)
 
 
 _QUORUM = ("store_failover's fence: a round needs more than half of the members of the last "
