@@ -262,6 +262,7 @@ class HrwRounds(RoundModel):
         ml = job.host.lat[job.host.of(f.members)]
         for _ in range(2 if f.nnodes >= job.sc.max_nodes else 3):
             self.fifo.serve(t_ws + ml, k)
+        self.waited.pop(r - 2, None)
         old = self.sizes_of.pop(r - 2, None)
         if old is not None:
             lr = job.lat[f.master]

@@ -77,13 +77,13 @@ class AggregateJob(Simulation):
         self.scheduler.failed(node)
         was_member = self.is_member[self.host.code[node.name]]
         self._drop(node.name)
-        if was_member and not self.members and self.model.probes_members:
-            pass                      # nobody is left to end the round: a waiter's probe will
-        elif was_member and self.env.now < self.t_ws:
+        if not was_member or (not self.members and self.model.probes_members):
+            return                    # nobody is left to end the round: a waiter's probe will
+        if self.env.now < self.t_ws:
             # dead before its workers came up: the others' process-group init (a barrier of
             # the members) waits for it in vain, as sim/pg_init.py has it per operation
             self._leave(self.t_ws + self.sc.agent.collective_timeout, "peer_failed")
-        elif was_member:
+        else:
             self._leave(self.env.now + self.notice_delay(cause, detection), "peer_failed")
 
     def fail_workers(self, node: SimNode) -> None:
