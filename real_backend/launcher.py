@@ -68,7 +68,6 @@ class RealRun:
         self.proxy = None                 # the fault proxy, when a fault needs it
         self.etcd = None                  # the etcd cluster of a replicated store
         self.stopped_member = None        # the member a store_pause stopped
-        self.held_before: dict[str, int] = {}   # a loss's hosts: chunks held before it began
         self.until = None                 # an anchor that ends the run early (run_real's until)
 
     def now(self) -> float:
@@ -299,12 +298,10 @@ class RealRun:
             for i in nodes:
                 self.proxy.set_loss(self.name(i), f.rate if k == "lose" else 0.0, f.rto)
             if k == "lose":
-                self.held_before = {self.name(i): self.proxy.held(self.name(i)) for i in nodes}
                 self.record("network", "fault_loss", {"hosts": sorted(self.name(i) for i in nodes),
                                                       "rate": f.rate, "rto": f.rto, "duration": f.duration})
             else:                   # the proxy's own record: chunks each host's link held
-                held = {self.name(i): self.proxy.held(self.name(i)) - self.held_before.get(self.name(i), 0)
-                        for i in nodes}
+                held = {self.name(i): self.proxy.held(self.name(i)) for i in nodes}
                 self.record("network", "loss_healed", {"hosts": len(nodes), "held": held})
         elif k == "rack_crash":
             for i in self.rack(a.rack):

@@ -76,11 +76,13 @@ class FaultProxy:
         link = self.links[name]
 
         async def go():                         # in force once this returns
+            if rate and not link.loss:          # a loss begins: its own count
+                link.held = 0
             link.loss, link.rto, link.reset = rate, rto, reset
         self._run(go())
 
     def held(self, name: str) -> int:
-        """How many of `name`'s chunks a loss has held so far."""
+        """How many of `name`'s chunks the latest loss on its link has held."""
         return self.links[name].held
 
     def cut(self, name: str) -> None:
