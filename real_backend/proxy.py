@@ -67,7 +67,12 @@ class FaultProxy:
         return self.ports[name]
 
     def set_delay(self, name: str, seconds: float) -> None:
-        self.loop.call_soon_threadsafe(setattr, self.links[name], "delay", max(0.0, seconds))
+        """From now on `name`'s chunks are held `seconds` each way (in force once this returns)."""
+        link = self.links[name]
+
+        async def go():
+            link.delay = max(0.0, seconds)
+        self._run(go())
 
     def set_loss(self, name: str, rate: float, rto: float = 0.2, reset: float = 0.0) -> None:
         """From now on each chunk on `name`'s link is lost with probability `rate` (and resent

@@ -257,7 +257,12 @@ class Lighthouse:
 def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
     """Run the job with its faults: (the step records of every group in time order, the
     starts, kills and restarts done), both also in `<workdir>/steps.json`. A fault whose
-    group is None kills (and restarts) the Lighthouse's process."""
+    group is None kills (and restarts) the Lighthouse's process.
+
+    Once settled, the run asks the groups to stop (a `stop` event): they see it one by one, so
+    the last steps of those still going may have a quorum without the ones already gone. Those
+    steps, ended after the stop, are the run's wind-down, not its faults': they stay in
+    steps.json and are left out of the list returned."""
     work = Path(cfg.workdir or Path.cwd() / "runs" / "torchft")
     work.mkdir(parents=True, exist_ok=True)
     lighthouse = Lighthouse(cfg, work / "lighthouse.err")
@@ -326,6 +331,7 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
         last = max((e["t"] for e in events), default=0.0)
         while cfg.settle_steps and time.monotonic() < until:
             if all(commits(g, last, full=True) >= cfg.settle_steps for g in range(cfg.groups)):
+                events.append({"t": time.monotonic() - start, "event": "stop", "group": None})
                 stop.touch()
                 break
             time.sleep(0.1)
@@ -348,7 +354,8 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
             steps.append(r)
     steps.sort(key=lambda r: r["t"])
     (work / "steps.json").write_text(json.dumps({"steps": steps, "events": events}))
-    return steps, events
+    stopped = min((e["t"] for e in events if e["event"] == "stop"), default=float("inf"))
+    return [r for r in steps if r["t"] <= stopped], events
 
 
 def main(argv=None) -> None:

@@ -201,10 +201,14 @@ def test_torch_static_baseline_agrees_with_the_static_model():
 def test_latency_through_the_proxy_slows_the_round_as_simulated():
     """Node 1's store traffic is delayed 0.15 s each way (the proxy) while the first round
     forms: its rendezvous takes several round trips longer, and the simulator says as much.
-    The delay is in force from the first agent's first call until well after the round forms,
-    however long the agents took to start."""
-    sc = scenario("real-latency", 60, [{"kind": "latency", "nodes": [1], "delay": 0.15,
-                                        "at": {"after": "rendezvous_start"}, "duration": 30}], nodes=2)
+    The delay is in force from the run's start (the launcher waits for the proxy to take it
+    before its next step), and node 1 starts after that step (a slow join), so every call of
+    its rendezvous is delayed, however fast the round forms. (Timed from the first
+    `rendezvous_start`, the delay raced the round: on loopback the two agents can form it in
+    10 ms, before the launcher's 50 ms poll of their traces saw the start.)"""
+    sc = scenario("real-latency", 60, [{"kind": "latency", "nodes": [1], "delay": 0.15, "at": 0,
+                                        "duration": 30},
+                                       {"kind": "slow_join", "node": 1, "delay": 0.5}], nodes=2)
     sc["protocol"]["min_nodes"] = 2
     r = run_real(sc, until={**FIRST, "plus": 0.5})
     ra = r.events[r.events.event == "rank_assigned"]

@@ -82,8 +82,9 @@ def test_a_lighthouse_back_within_the_managers_retries_is_trained_through(tmp_pa
         mine = [r for r in steps if r["group"] == g]
         assert len({r["pid"] for r in mine}) == 1
         before = [r for r in mine if r["t"] < killed and r["committed"]]
-        after = [r for r in mine if r["t0"] > killed and r["committed"]]
-        assert after and after[-1]["replicas"] == ["g0", "g1", "g2"]
+        after = [r for r in mine if r["t0"] > killed and r["committed"]
+                 and r["replicas"] == ["g0", "g1", "g2"]]
+        assert after, mine
         assert after[-1]["quorum_id"] != before[-1]["quorum_id"]
         assert after[-1]["step"] > before[-1]["step"]
 
