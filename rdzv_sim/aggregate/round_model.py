@@ -5,7 +5,7 @@ a round's members starting their workers together and leaving together at the fi
 A round model holds the rest, the way a SimPy resource fills in `_do_put`/`_do_get`: when the
 agents that entered a rendezvous make a round, in which ranks, and what their store requests
 cost. It answers the job through three calls: `job.formed(Formed)`, `job.nodes_waiting(seen)`
-and `job.gave_up(t, names, why, reason)`. It is a part of the protocol's kit
+and `job.gave_up(t, names, why, reason)` (`job` is its rendezvous' cell, `cell.py`). It is a part of the protocol's kit
 (`register_round_model`); the protocol lists "aggregate" in its `fidelities`.
 """
 from __future__ import annotations
@@ -36,7 +36,8 @@ class Formed:
 
 
 class RoundModel:
-    """The part a protocol fills in; `job` is the `AggregateJob` it serves."""
+    """The part a protocol fills in; `job` is the `Cell` it serves (`cell.py`): the job's one
+    rendezvous, or one of several (`cells`)."""
 
     # True: a round whose last member died is ended by the model (its waiters probe the
     # members, as hrw's do), not by the job at once: nobody is left to end it
@@ -44,6 +45,13 @@ class RoundModel:
 
     def __init__(self, job):
         self.job = job
+
+    @classmethod
+    def cells(cls, job) -> list:
+        """The job's rendezvous, as `CellSpec`s: one of every host, unless the protocol's
+        hosts meet in several (a per-step job's replica groups)."""
+        from .cell import CellSpec
+        return [CellSpec(job.hosts, job.sc, job.protocol)]
 
     def counter(self):
         """What counts this model's store requests: an object with `ops` and `bytes`."""

@@ -1,0 +1,207 @@
+"""`Cell`: one rendezvous of the aggregate job, its running round and its round model.
+
+Most jobs are one rendezvous of every host, so one cell. A per-step job (`quorum`) is many:
+every replica group meets on its own, under its own key prefix, and its rounds are numbered
+`first`, `first + step`, ... so that a round number names its group. A cell is the port a
+round model sees (`model.job`): the scenario and protocol as its rendezvous reads them, its
+hosts as codes, its round, and the three calls back (`formed`, `nodes_waiting`, `gave_up`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..protocols.agent import out_of_restarts, uses_a_restart
+from .hosts import HostCodes, HostList
+from .round_model import Formed
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """What a round model's `cells(job)` declares of one rendezvous."""
+    hosts: list             # its hosts' names
+    sc: object              # the scenario as its rendezvous reads it (min_nodes, max_nodes, protocol)
+    protocol: object        # the protocol instance that keys its store
+    first: int = 0          # its rounds are first, first + step, ... in the job's tables
+    step: int = 1
+
+
+class CellTrace:
+    """The job's trace with the cell's round numbers (0, 1, ...) written as the job's."""
+
+    def __init__(self, trace, first: int, step: int):
+        self._trace, self.first, self.step = trace, first, step
+
+    def _r(self, rnd):
+        return None if rnd is None else self.first + rnd * self.step
+
+    def record(self, t, node, event, rnd=None, *args, **kwargs):
+        return self._trace.record(t, node, event, self._r(rnd), *args, **kwargs)
+
+    def record_many(self, t, nodes, event, rnd=None, *args, **kwargs):
+        return self._trace.record_many(t, nodes, event, self._r(rnd), *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._trace, name)
+
+
+class Cell:
+    def __init__(self, job, spec: CellSpec):
+        self.job, self.sc, self.protocol = job, spec.sc, spec.protocol
+        self.first, self.step = spec.first, spec.step
+        self.hosts = list(spec.hosts)
+        self.trace = (job.trace if (spec.first, spec.step) == (0, 1)
+                      else CellTrace(job.trace, spec.first, spec.step))
+        self.host = HostCodes(self.hosts, job.lat, {h: job.nodes[h].info for h in self.hosts}, job.trace)
+        n = len(self.host)
+        self.round = 0                    # the store's round (a requeue starts again at 0)
+        self.restarts = np.zeros(n, dtype=np.int64)     # by host code
+        self.members = HostList([], [])   # the running (or starting) round's members
+        self.is_member = np.zeros(n, dtype=bool)       # by host code
+        self.rank_of = np.full(n, -1, dtype=np.int64)  # the members' ranks, by code
+        self.t_ws = math.inf              # when the members' workers started
+        self.leave_at: float | None = None
+        self.leave_why = ""
+        self.waiting_noticed = False
+        self.model = None                 # set by the job once every cell exists
+
+    # --- what the job shares -------------------------------------------------------------
+    @property
+    def env(self):
+        return self.job.env
+
+    @property
+    def nodes(self):
+        return self.job.nodes
+
+    @property
+    def lat(self):
+        return self.job.lat
+
+    def at(self, t: float, fn) -> None:
+        self.job.at(t, fn)
+
+    def table_round(self, rnd: int) -> int:
+        """The job's number of this cell's round `rnd`."""
+        return self.first + rnd * self.step
+
+    def round_of(self, name: str):
+        return self.round if self.is_member[self.host.code[name]] else None
+
+    def reset(self) -> None:
+        self.round = 0
+        self._clear_members()
+        self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
+        self.model.reset()
+
+    # --- what a round model tells the job ------------------------------------------------
+    def formed(self, f: Formed) -> float:
+        """A round formed: its events, its members' workers start together (the process-group
+        init waits for the last to know its rank). Returns when they start."""
+        tr, r, nn = self.trace, f.round, f.nnodes
+        nproc = self.job.sc.cluster.nproc_per_node
+        world = nproc * nn
+        tr.record(f.t_closed, f.closer, "round_closed", r, world_size=world,
+                  detail={"members": f.listed, "count": nn, "holes": 0})
+        ranks, t_rank = np.asarray(f.ranks, np.int64), np.asarray(f.t_rank, np.float64)
+        hc = self.host.of(f.members)          # a HostList's own codes, else one lookup a name
+        codes = self.host.traced(hc)
+        tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=world,
+                       fields={"digest": f.digest, "first_rank": ranks * nproc, "nnodes": nn,
+                               "latency": t_rank - np.asarray(f.started, np.float64),
+                               "master": f.master})
+        a = self.job.sc.agent
+        t_ws = float(t_rank.max()) + a.worker_start + a.worker_start_per_node * nn
+        by_rank = np.argsort(ranks, kind="stable")
+        tr.record_many(t_ws, codes[by_rank], "workers_started", r, ranks=ranks[by_rank],
+                       world_size=world)
+        self.model.running(f, t_ws)
+        key = self.table_round(r) + self.job.trace.round_offset
+        acc = self.job.runtime.round_ops.setdefault(key, [0, 0])
+        acc[0] += self.model.ops - f.since[0]
+        acc[1] += self.model.bytes - f.since[1]
+        self._clear_members()
+        self.members = HostList(f.members, hc)
+        self.is_member[hc] = True
+        self.rank_of[hc] = ranks
+        self.t_ws, self.waiting_noticed = t_ws, False
+        if f.doomed:                       # the init barrier waits for the dead one in vain
+            self.leave(t_ws + a.collective_timeout, "peer_failed")
+        return t_ws
+
+    def nodes_waiting(self, seen: float) -> None:
+        """A running round's members see at `seen` that a node waits: they leave at their next
+        monitor tick after it (the agent's safe point), at least one tick after the start."""
+        if not self.members or self.waiting_noticed:
+            return
+        self.waiting_noticed = True
+        mon = self.job.sc.agent.monitor_interval
+        ticks = math.ceil((max(seen, self.t_ws) - self.t_ws) / mon)
+        self.leave(self.t_ws + max(1, ticks) * mon, "nodes_waiting")
+
+    def round_ended(self, t: float) -> None:
+        """Another agent ended the running round at `t` (an hrw waiter whose probe a dead
+        member did not answer): its live members leave then."""
+        self.leave(t, "round_ended")
+
+    def gave_up(self, t: float, names: list[str], why: str, reason: str) -> None:
+        """torch's RendezvousTimeoutError or RendezvousClosedError: these agents exit."""
+        self.job.trace.record_many(t, names, why, fields={"reason": reason})
+        self.job.trace.record_many(t, names, "agent_exit", fields={"reason": why})
+        self.job.exited.update(names)
+        self.model.shut_down(names, t)
+        self.job.requeue_if_none_left()
+
+    # --- the round's state machine -------------------------------------------------------
+    def drop(self, name: str) -> None:
+        c = self.host.code[name]
+        if self.is_member[c]:
+            self.is_member[c] = False
+            self.members.remove(name)
+
+    def _clear_members(self) -> None:
+        self.is_member[self.members.codes] = False
+        self.rank_of[self.members.codes] = -1
+        self.members = HostList([], [])
+
+    def leave(self, t: float, why: str) -> None:
+        """The members leave the round at `t` (the earliest reason wins)."""
+        if self.leave_at is not None and self.leave_at <= t:
+            return
+        self.leave_at, self.leave_why = t, why
+        self.at(t, lambda: self._left(t))
+
+    def _left(self, t: float) -> None:
+        if self.leave_at != t:
+            return                                       # superseded by an earlier leave
+        why, r, job = self.leave_why, self.round, self.job
+        self.leave_at = None
+        # a member that stopped or crashed was dropped then: every member is alive
+        members, mc = self.members, self.members.codes
+        self.trace.record_many(t, self.host.traced(mc), "round_left", r, ranks=self.rank_of[mc],
+                               fields={"reason": why})
+        back = self.model.leave(members, t)
+        self._clear_members()
+        self.t_ws, self.waiting_noticed = math.inf, False
+        names, times, out = members, back, []
+        if uses_a_restart(why) and members:
+            restarts = self.restarts
+            restarts[mc] += 1
+            # the count only grows: none is out unless the most restarted is
+            if out_of_restarts(int(restarts[mc].max()), job.agent_cfg):
+                names, times = [], []
+                for m, c, tb in zip(members, mc.tolist(), back):
+                    if out_of_restarts(int(restarts[c]), job.agent_cfg):
+                        job.trace.record(t, m, "agent_exit", detail={"reason": "max_restarts"})
+                        job.exited.add(m)
+                        self.model.gone(m, t)
+                        out.append(m)
+                    else:
+                        names.append(m)
+                        times.append(tb)
+        if out:
+            self.model.shut_down(out, t)
+        self.model.enter(names, times)
+        job.requeue_if_none_left()
