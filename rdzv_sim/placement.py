@@ -92,11 +92,24 @@ def ranked_by_round(events: pd.DataFrame) -> Ranked:
     return Ranked(names, out)
 
 
+def line_positions(rounds: pd.DataFrame, lines) -> list[np.ndarray]:
+    """The rounds table's positions of each line of rounds (`lines`: a line a row, None: one
+    line), each in the table's order: what moves is counted from a round to the one before
+    it in its line (a per-step job's line is a replica group)."""
+    if lines is None:
+        return [np.arange(len(rounds))]
+    lines = np.asarray(lines)
+    _, first = np.unique(lines, return_index=True)
+    return [np.flatnonzero(lines == lines[i]) for i in np.sort(first)]
+
+
 def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies,
-                vnodes: int = 64, seed: int = 0, ranked: Ranked | None = None) -> pd.DataFrame:
+                vnodes: int = 64, seed: int = 0, ranked: Ranked | None = None,
+                lines=None) -> pd.DataFrame:
     """Columns shards_moved_<policy>, shards_moved_fair_share and (with hrw) shards_moved_needed
-    for each completed round, in order. A round's members are its ranked nodes, as codes: who
-    left and who came are set differences of sorted integers."""
+    for each completed round, in order, against the round before it in its line (`lines`,
+    `line_positions`). A round's members are its ranked nodes, as codes: who left and who
+    came are set differences of sorted integers."""
     out = {f"shards_moved_{p}": [] for p in policies}
     out["shards_moved_fair_share"] = []
     if "hrw" in policies:
@@ -105,10 +118,27 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
         return pd.DataFrame({k: pd.Series(v, dtype="int64") for k, v in out.items()}, index=rounds.index)
     if len(rounds) == 1:                 # nothing to move from: no placement to compute
         return pd.DataFrame({k: [0] for k in out}, index=rounds.index)
-    keys = np.arange(count)
     ranked = ranked_by_round(events) if ranked is None else ranked
+    cols = {k: np.zeros(len(rounds), dtype=np.int64) for k in out}
+    rnds = rounds["round"].to_numpy()
+    for at in line_positions(rounds, lines):
+        moved = _line_moves(rnds[at], ranked, count, policies, vnodes, seed)
+        for k, v in moved.items():
+            cols[k][at] = v
+    return pd.DataFrame(cols, index=rounds.index)
+
+
+def _line_moves(rnds, ranked: Ranked, count: int, policies, vnodes: int, seed: int) -> dict:
+    """`shard_moves` of one line of rounds, each against the one before it."""
+    out = {f"shards_moved_{p}": [] for p in policies}
+    out["shards_moved_fair_share"] = []
+    if "hrw" in policies:
+        out["shards_moved_needed"] = []
+    keys = np.arange(count)
     names = ranked.names
-    members = [distinct(ranked.of(rnd)[0], len(names)) for rnd in rounds["round"]]
+    members = [distinct(ranked.of(rnd)[0], len(names)) for rnd in rnds]
+    if len(rnds) == 1:                   # nothing to move from: no placement to compute
+        return {k: [0] for k in out}
     seen = np.unique(np.concatenate(members))
     hosts = names[seen].tolist()
     ring, on_ring, kh = None, None, None
@@ -118,13 +148,13 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
         on_ring[seen] = [ring.index[n] for n in hosts]
     shortlist, at = None, None
     if "hrw" in policies:
-        # each key's best hosts of the whole run scored once; a round's owners are looked up
+        # each key's best hosts of the whole line scored once; a round's owners are looked up
         shortlist = Shortlist(keys, hosts, seed)
         at = np.full(len(names), -1, dtype=np.int64)      # node code -> position in shortlist
         at[seen] = [shortlist.universe.index_of(n) for n in hosts]
     prev_codes = None
     prev: dict[str, np.ndarray] = {}
-    for rnd, now_codes in zip(rounds["round"], members):
+    for rnd, now_codes in zip(rnds, members):
         gone = new = _NONE
         if prev_codes is not None:
             gone = np.setdiff1d(prev_codes, now_codes, assume_unique=True)
@@ -153,28 +183,32 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
             else:
                 out["shards_moved_needed"].append(0)
         prev, prev_codes = now, now_codes
-    return pd.DataFrame(out, index=rounds.index)
+    return out
 
 
-def rank_changes(rounds: pd.DataFrame, ranked: Ranked) -> pd.DataFrame:
-    """Columns ranks_changed (members of this round and the one before whose node rank is not
-    the same) and rank0_moved (1 when rank 0 is another host than before) per completed round;
-    `ranked` is `ranked_by_round(events)`. Ranks are looked up in an array by node code: one
-    numpy pass a round, no Python per member."""
+def rank_changes(rounds: pd.DataFrame, ranked: Ranked, lines=None) -> pd.DataFrame:
+    """Columns ranks_changed (members of this round and the one before it in its line whose
+    node rank is not the same) and rank0_moved (1 when rank 0 is another host than before)
+    per completed round; `ranked` is `ranked_by_round(events)`, `lines` as `shard_moves`
+    reads them. Ranks are looked up in an array by node code: one numpy pass a round, no
+    Python per member."""
+    changed = np.zeros(len(rounds), dtype=np.int64)
+    moved = np.zeros(len(rounds), dtype=np.int64)
+    rnds = rounds["round"].to_numpy()
     prev_rank = np.full(len(ranked.names), -1, dtype=np.int64)
-    changed, moved, prev_ix, prev_zero = [], [], None, None
-    for rnd in rounds["round"]:
-        ix, rk = ranked.of(rnd)
-        zero = ix[rk == 0].tolist()
-        if prev_ix is None:
-            changed.append(0)
-            moved.append(0)
-        else:
-            was = prev_rank[ix]
-            changed.append(int(((was >= 0) & (was != rk)).sum()))
-            moved.append(int(bool(zero and prev_zero and zero != prev_zero)))
+    for at in line_positions(rounds, lines):
+        prev_ix, prev_zero = None, None
+        for i in at:
+            ix, rk = ranked.of(rnds[i])
+            zero = ix[rk == 0].tolist()
+            if prev_ix is not None:
+                was = prev_rank[ix]
+                changed[i] = int(((was >= 0) & (was != rk)).sum())
+                moved[i] = int(bool(zero and prev_zero and zero != prev_zero))
+                prev_rank[prev_ix] = -1
+            prev_rank[ix] = rk
+            prev_ix, prev_zero = ix, zero
+        if prev_ix is not None:
             prev_rank[prev_ix] = -1
-        prev_rank[ix] = rk
-        prev_ix, prev_zero = ix, zero
     return pd.DataFrame({"ranks_changed": pd.Series(changed, dtype="int64", index=rounds.index),
                          "rank0_moved": pd.Series(moved, dtype="int64", index=rounds.index)})

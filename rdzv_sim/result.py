@@ -62,8 +62,10 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     det = rank_details(events) if det is None else det
     rounds = rounds_table(events, round_ops, det)
     ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it
+    lines = sc.protocol.round_lines(sc, rounds["round"].to_numpy())
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
-                                     sc.shards.ring_vnodes, ranked=ranked)).join(rank_changes(rounds, ranked))
+                                     sc.shards.ring_vnodes, ranked=ranked, lines=lines)
+                         ).join(rank_changes(rounds, ranked, lines))
     from .training import evaluate, round_spans, training_model_of
     spans = round_spans(events, sc.duration)          # once: the summary and training read it
     training = None

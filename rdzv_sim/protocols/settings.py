@@ -28,6 +28,12 @@ class ProtocolSettings(BaseModel):
         """(YAML path, message) for what these settings cannot run in `scenario` (override it)."""
         return []
 
+    def round_lines(self, scenario, rounds):
+        """Which line of rounds each of `rounds` (round numbers) is in, or None: one line. A
+        round's members are compared with the round before it in its line (shards and ranks
+        moved); a per-step job's replica groups are lines of their own."""
+        return None
+
     def round_sizes(self, scenario) -> tuple[int, int]:
         """Fewest and most hosts one round of `scenario` may hold (the safety checks' bounds)."""
         return (scenario.min_nodes, scenario.max_nodes)

@@ -68,6 +68,10 @@ class QuorumSettings(HrwSettings):
         """How many replica groups a job of `hosts` hosts has; round r is group r % groups."""
         return max(1, hosts // self.group_size)
 
+    def round_lines(self, scenario, rounds):
+        """A round follows its group's round before it, not the job's."""
+        return rounds % self.groups(scenario.max_nodes)
+
     def round_sizes(self, scenario) -> tuple[int, int]:
         """Every round is one replica group's."""
         return (self.group_size, self.group_size)
@@ -113,6 +117,7 @@ class QuorumProtocol(Protocol):
     """Per-step quorum over replica groups; each group's hosts meet by hrw (see the module)."""
     name = "quorum"
     deterministic = True
+    fidelities = ("per_operation", "aggregate")
     torchrun = False
     torchrun_why = "its replica groups train under torchft's Manager (real_backend.torchft_run)"
 
