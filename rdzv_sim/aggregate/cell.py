@@ -178,6 +178,8 @@ class Cell:
             return                                       # superseded by an earlier leave
         why, r, job = self.leave_why, self.round, self.job
         self.leave_at = None
+        if not self.members and self.model.probes_members and why != "round_ended":
+            return          # every member died before it noticed: a waiter's probe ends the round
         # a member that stopped or crashed was dropped then: every member is alive
         members, mc = self.members, self.members.codes
         self.trace.record_many(t, self.host.traced(mc), "round_left", r, ranks=self.rank_of[mc],
