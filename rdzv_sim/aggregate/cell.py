@@ -141,9 +141,14 @@ class Cell:
         ticks = math.ceil((max(seen, self.t_ws) - self.t_ws) / mon)
         self.leave(self.t_ws + max(1, ticks) * mon, "nodes_waiting")
 
-    def round_ended(self, t: float) -> None:
-        """Another agent ended the running round at `t` (an hrw waiter whose probe a dead
-        member did not answer): its live members leave then."""
+    def round_ended(self, t: float | None) -> None:
+        """Another agent ends the running round at `t` (an hrw waiter whose probe a dead
+        member did not answer): its live members leave then. None: that agent died first, and
+        its end is void."""
+        if t is None:
+            if self.leave_at is not None and self.leave_why == "round_ended":
+                self.leave_at = None
+            return
         self.leave(t, "round_ended")
 
     def gave_up(self, t: float, names: list[str], why: str, reason: str) -> None:

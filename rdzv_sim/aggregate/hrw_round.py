@@ -212,6 +212,11 @@ class HrwRounds(RoundModel):
         job = self.job
         c = job.host.code[name]
         self.waiters.pop(name, None)
+        if self.prober is not None and self.prober[1] == name:
+            # its probe, which was to end the round, dies with it: another waiter's will
+            self.prober = None
+            job.round_ended(None)
+            self._probe()
         if not np.isnan(self.t_join[c]):
             self.t_join[c] = np.nan
             self.starts = None
