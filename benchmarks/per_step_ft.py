@@ -2,11 +2,13 @@
 
 Runs `llama3-54d` (the 54-day, 2,048-host job: the Llama 3 paper's interruptions, seed 54)
 with `hrw` (stop-the-world: every interruption re-forms the whole job and reloads its
-checkpoint) and with `quorum` at replica groups of 8, 16 and 64 hosts (a group that fails
+checkpoint) and with `quorum` at replica groups of 8, 16, 64 and 128 hosts (a group that fails
 drops out at the next step and heals from a live peer when it is back). Each case is one
 process (`--jobs` at a time). Writes reports/per_step_ft.json, .md and
 reports/figures/per_step_ft.png.
-Usage: python benchmarks/per_step_ft.py [--groups 8,16,64] [--jobs 2] [--merge] [--set key=value ...]
+Every case runs at fidelity: aggregate (quorum's error against per-operation:
+docs/fidelities.md, tests/aggregate/test_quorum_rounds.py).
+Usage: python benchmarks/per_step_ft.py [--groups 8,16,64,128] [--sync-every 8] [--jobs 2] [--merge] [--set key=value ...]
 """
 from __future__ import annotations
 
@@ -25,10 +27,10 @@ from bench_io import environment, write  # noqa: E402
 # weights and gradients, fp32 master weights and Adam moments: 16 bytes a parameter), healed
 # at 25 GB/s per host; a 6 s step; 5 s to configure a new quorum's collectives; a group that
 # lost every host re-forms after its repair and a probe (probe_interval)
-QUORUM = ["protocol.name=quorum", "protocol.min_nodes=null", "protocol.max_nodes=null",
+QUORUM = ["fidelity=aggregate", "protocol.name=quorum", "protocol.min_nodes=null", "protocol.max_nodes=null",
           "protocol.step_time=6", "protocol.state_bytes=6.48e12", "protocol.heal_bandwidth=25e9",
           "protocol.reconfigure_time=5", "protocol.probe_interval=300", "protocol.probe_timeout=15"]
-COLUMNS = ("ettr", "goodput", "interruptions", "absorbed", "full_restarts", "rounds_completed",
+COLUMNS = ("ettr", "goodput", "steps_committed", "steps_failed", "interruptions", "absorbed", "full_restarts", "rounds_completed",
            "lost_detection_s", "lost_rendezvous_s", "lost_worker_start_s", "lost_checkpoint_load_s",
            "lost_recompute_s", "lost_running_smaller_s", "lost_heal_s", "lost_reconfigure_s",
            "lost_quorum_s", "lost_checkpoint_stall_s", "mttr_s")
@@ -75,8 +77,9 @@ def report(r: dict) -> str:
     lines = ["# Per-step fault tolerance against stop-the-world restarts", "",
              f"{r['date']}, {r['machine']}, Python {r['python']}. `python benchmarks/per_step_ft.py` "
              f"on `{r['scenario']}` (same seed, same failure trace for every case). What is assumed "
-             "for the per-step job: docs/per-step.md. hrw runs at aggregate fidelity (its error against "
-             "per-operation: reports/sim_speed.md), the quorum cases per operation.", "",
+             "for the per-step job: docs/per-step.md. Every case runs at the aggregate fidelity (hrw's error "
+             "against per-operation: reports/sim_speed.md; quorum's: docs/fidelities.md, the same steps "
+             "and quorum windows on two days of llama3-54d-quorum).", "",
              "| case | ettr | goodput | interruptions | absorbed | full restarts | lost to detection + "
              "restart, h | lost to heal + reconfigure, h | lost running smaller, h | recompute, h | "
              "sim wall s | RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -199,8 +202,8 @@ def figure(r: dict, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenario", default="llama3-54d")
-    ap.add_argument("--groups", default="8,16,64")
-    ap.add_argument("--sync-every", default="", help="also each group size with LocalSGD / DiLoCo "
+    ap.add_argument("--groups", default="8,16,64,128")
+    ap.add_argument("--sync-every", default="8", help="also each group size with LocalSGD / DiLoCo "
                     "syncing every k steps (comma-separated k)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--set", dest="sets", action="append", default=[])
