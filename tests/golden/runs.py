@@ -17,6 +17,8 @@ GOLDEN = HERE / "summaries.json"
 SMALLER = {"frontier-100k": ["cluster.nodes=64", "cluster.topology.racks=4", "cluster.topology.spines=2",
                              "protocol.min_nodes=60", "protocol.max_nodes=64", "scheduler.hot_spares=2",
                              "duration=86400"],
+           "frontier-100k-quorum": ["cluster.nodes=64", "cluster.topology.racks=4", "cluster.topology.spines=2",
+                                    "scheduler.hot_spares=2", "duration=86400"],
            "byterobust-9600": ["cluster.nodes=64", "cluster.topology.racks=4", "protocol.min_nodes=60",
                                "protocol.max_nodes=64", "scheduler.hot_spares=2", "duration=604800",
                                "shards.count=1024"],
