@@ -214,12 +214,33 @@ def report(out: dict) -> str:
                  "call, a restart of 60 s + 0.05 s a host = 11 minutes at 12,288 hosts, and the work "
                  "since the last 10-minute checkpoint, 5 minutes on average), about 17 minutes, so "
                  "a lower ETTR is what those assumptions give; none was fitted to the paper's figure.")
+    L += _per_step_line()
     if br:
         L.append(f"- **byterobust-9600** (9,600 GPUs, 90 days, Llama 3's failure rate per GPU-day): "
                  f"ETTR {br['ettr']:.1%}. ByteRobust reports 97% for such a job; the gap is its own "
                  "fast detection and in-place recovery (not modelled: here every failure is a "
                  "stop-the-world restart of 2 minutes plus the lost work since a 15-minute checkpoint).")
     return "\n".join(L)
+
+
+def _per_step_line() -> list[str]:
+    """The per-step comparison, from reports/ft_hsdp.json (benchmarks/ft_hsdp.py) where it ran."""
+    from bench_io import REPORTS
+    path = REPORTS / "ft_hsdp.json"
+    if not path.exists():
+        return []
+    cases = json.loads(path.read_text())["cases"]
+    per = cases.get("per-step quorum (frontier-100k-quorum)", {})
+    stw = cases.get("stop-the-world (frontier-100k)", {})
+    if "ettr" not in per or "ettr" not in stw:
+        return []
+    return [f"- **Against FT-HSDP, per step** ([ft_hsdp.md](ft_hsdp.md), `python benchmarks/ft_hsdp.py`, "
+            "both run side by side): `frontier-100k-quorum`, the same week and failures under torchft's "
+            f"rules (768 replica groups of 16 hosts), keeps ETTR {per['ettr']:.3f} and goodput "
+            f"{per['goodput']:.3f} against stop-the-world's {stw['ettr']:.3f}; the paper reports 0.80 "
+            "with FT-HSDP. The model has no reconfiguration cost that grows with the number of "
+            "replicas (a fixed 5 s) and no catch-up or control-plane cost at this size, where the "
+            "paper measures a 3-minute stall a failure; nothing was fitted to the paper's figures."]
 
 
 def main() -> None:
