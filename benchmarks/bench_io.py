@@ -55,3 +55,20 @@ def write(name: str, results: dict, markdown: str | None = None, folder: Path = 
 
 def read(name: str, folder: Path = REPORTS) -> dict:
     return json.loads((Path(folder) / f"{name}.json").read_text())
+
+
+def run_summary(cmd: list[str], out: Path, columns) -> dict:
+    """Run `cmd` (an `rdzv-sim run ... --out out`) in a process of its own: its summary row's
+    `columns`, its wall time and its peak memory, or the error it printed."""
+    import time
+    t = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - t
+    if proc.returncode:
+        return {"error": proc.stderr[-2000:], "wall_s": round(wall, 1)}
+    import pandas as pd
+    row = pd.read_parquet(Path(out) / "summary.parquet").iloc[0]
+    r = {c: (row[c].item() if hasattr(row[c], "item") else row[c]) for c in columns if c in row}
+    r["wall_s"] = round(wall, 1)
+    r["max_rss_mb"] = round(int(proc.stderr.strip().splitlines()[-1]) / 1024)
+    return r

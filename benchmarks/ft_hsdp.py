@@ -12,14 +12,12 @@ Usage: python benchmarks/ft_hsdp.py [--jobs 2]
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-from bench_io import environment, write  # noqa: E402
+from bench_io import environment, run_summary, write  # noqa: E402
 
 CASES = {"stop-the-world (frontier-100k)": "frontier-100k",
          "per-step quorum (frontier-100k-quorum)": "frontier-100k-quorum"}
@@ -35,17 +33,7 @@ def one(name: str, scenario: str, work: Path) -> dict:
     out = work / scenario
     cmd = [sys.executable, "-m", "rdzv_sim", "run", scenario, "--long", "--no-report", "--no-progress",
            "--out", str(out)]
-    t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True, cwd=ROOT)
-    wall = time.perf_counter() - t
-    if proc.returncode:
-        return {"error": proc.stderr[-2000:], "wall_s": round(wall, 1)}
-    import pandas as pd
-    row = pd.read_parquet(out / "summary.parquet").iloc[0]
-    r = {c: (row[c].item() if hasattr(row[c], "item") else row[c]) for c in COLUMNS if c in row}
-    r["wall_s"] = round(wall, 1)
-    r["max_rss_mb"] = round(int(proc.stderr.strip().splitlines()[-1]) / 1024)
-    return r
+    return run_summary(cmd, out, COLUMNS)
 
 
 def stall_min(x: dict, duration: float) -> float:

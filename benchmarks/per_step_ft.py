@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-from bench_io import environment, write  # noqa: E402
+from bench_io import environment, run_summary, write  # noqa: E402
 
 # the per-step job's assumptions (docs/per-step.md): a 405B model's training state (bf16
 # weights and gradients, fp32 master weights and Adam moments: 16 bytes a parameter), healed
@@ -60,17 +58,7 @@ def one(name: str, sets: list[str], scenario: str, work: Path) -> dict:
     out = work / name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "")
     cmd = [sys.executable, "-m", "rdzv_sim", "run", scenario, "--long", "--out", str(out),
            *[a for s in sets for a in ("--set", s)]]
-    t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True, cwd=ROOT)
-    wall = time.perf_counter() - t
-    if proc.returncode:
-        return {"error": proc.stderr[-2000:], "wall_s": round(wall, 1)}
-    import pandas as pd
-    row = pd.read_parquet(out / "summary.parquet").iloc[0]
-    r = {c: (row[c].item() if hasattr(row[c], "item") else row[c]) for c in COLUMNS if c in row}
-    r["wall_s"] = round(wall, 1)
-    r["max_rss_mb"] = round(int(proc.stderr.strip().splitlines()[-1]) / 1024)
-    return r
+    return run_summary(cmd, out, COLUMNS)
 
 
 def report(r: dict) -> str:
