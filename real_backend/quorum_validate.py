@@ -91,6 +91,7 @@ def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:
     out["stall_s"] = max(stalls) if stalls else float("nan")
     if kill.group is None:                    # the Lighthouse: did the groups live through it
         out["quorum_id_reused"] = reused_ids(steps, cfg.groups, kill)
+        out.update(lighthouse_given(steps, kill))
         out["groups_restarted"] = sum(len({r["pid"] for r in steps if r["group"] == g}) > 1
                                       or not any(r["t0"] > (kill.restart_at or kill.kill_at) for r in steps
                                                  if r["group"] == g) for g in range(cfg.groups))
@@ -134,6 +135,20 @@ def reused_ids(steps: list[dict], groups: int, kill: GroupFault) -> list[int]:
     return out
 
 
+def lighthouse_given(steps: list[dict], kill: GroupFault) -> dict:
+    """What a real run's start-up and race decided around a Lighthouse restart, which the
+    model draws: the quorum id every group last had before the loss (`last_id`: how many
+    quorums process start-up made, torchft numbering from 1), and the group whose retry
+    reached the fresh Lighthouse first, alone (`first_retry`; None: none came alone)."""
+    back = kill.restart_at if kill.restart_at is not None else kill.kill_at
+    before = [r for r in steps if r["q"] < kill.kill_at]
+    after = sorted((r for r in steps if r["q"] > back), key=lambda r: r["q"])
+    out = {"last_id": max(r["quorum_id"] for r in before) if before else None, "first_retry": None}
+    if after and len(after[0]["replicas"]) == 1:
+        out["first_retry"] = int(after[0]["replicas"][0].lstrip("g"))
+    return out
+
+
 def windows(steps: list[dict], groups) -> list[str]:
     """The quorums the survivors trained in, in order (their member groups), from the first
     that held every group: before it, who comes first depends on process start-up."""
@@ -150,16 +165,20 @@ def _from_full(seq: list[str]) -> list[str]:
     return seen
 
 
-def measure_sim(result, cfg: TorchftRun) -> dict:
-    """The same measures on the simulated run's Lighthouse replay."""
+def measure_sim(result, cfg: TorchftRun, given: dict | None = None) -> dict:
+    """The same measures on the simulated run's Lighthouse replay; `given`: what the real
+    run's start-up and race decided (`lighthouse_given`), which the model would draw."""
     sc = result.scenario
     p = sc.protocol
-    lh, life = replay(result.events, result.rounds, sc)
+    lh, life = replay(result.events, result.rounds, sc, **(given or {}))
     kill = cfg.faults[0]
     out = {"step_s": p.step_time + p.quorum_cost}
     fail = next((s for s in lh.segments if s.kind in ("failure", "outage") and s.t1 > kill.kill_at), None)
-    nxt = next((s for s in lh.segments if fail is not None and s.t0 >= fail.t1 and s.kind == "train"), None)
-    out["stall_s"] = (nxt.t0 - fail.t0) if nxt is not None else float("nan")
+    # as the real side measures it: the longest any group waited to train again
+    back = [next((s.t0 for s in lh.segments if s.kind == "train" and not s.refused and s.t0 >= fail.t1
+                  and g in s.groups - s.healing), None)
+            for g in range(cfg.groups) if all(f.group != g for f in cfg.faults)] if fail is not None else []
+    out["stall_s"] = ((max(back) - fail.t0) if back and None not in back else float("nan"))
     if kill.group is None:
         # the groups lived through it unless a quorum after it restarted from a checkpoint
         out["groups_restarted"] = sum(len(q.groups) for q in lh.quorums
@@ -176,7 +195,9 @@ def measure_sim(result, cfg: TorchftRun) -> dict:
         out["heal_s"] = p.heal_time
     out["survivor_lost_steps"] = sum(1 for s in lh.segments if s.kind == "failure")
     out["survivor_step_went_back"] = any(q.restart for q in lh.quorums[1:])
-    out["windows"] = _from_full([",".join(str(g) for g in sorted(q.groups)) for q in lh.quorums])
+    # a quorum whose first step failed on a stale process group committed nothing
+    out["windows"] = _from_full([",".join(str(g) for g in sorted(q.groups)) for q in lh.quorums
+                                 if not q.stale])
     return out
 
 
@@ -205,7 +226,8 @@ def validate_quorum(sc, out: str | Path) -> dict:
     sim_sc, bandwidth = calibrated(sc, real_m.get("heal_s"))
     sim = simulate(sim_sc)
     sim.save(out / "sim")
-    sim_m = measure_sim(sim, cfg)
+    given = {k: real_m[k] for k in ("last_id", "first_retry") if k in real_m}
+    sim_m = measure_sim(sim, cfg, given)
     verdict = {"protocol": "quorum", "real_side": f"torchft {version('torchft')} (Lighthouse + Manager, gloo)",
                "date": _time.strftime("%Y-%m-%d %H:%M"), "torch": version("torch"),
                "machine": f"{platform.machine()}, {os.cpu_count()} cores",
@@ -223,6 +245,9 @@ def validate_quorum(sc, out: str | Path) -> dict:
         err = abs(s - r) / floor if floor else float("nan")
         rows.append((k, r, s, err))
         verdict[f"{k}_real"], verdict[f"{k}_sim"], verdict[f"{k}_rel_error"] = r, s, err
+    if given:
+        # the model draws these; the real run's are given to it, and said
+        verdict["given_to_the_model"] = given
     verdict["windows_real"], verdict["windows_sim"] = real_m["windows"], sim_m["windows"]
     verdict["same_windows"] = real_m["windows"] == sim_m["windows"]
     if "quorum_id_reused" in real_m:

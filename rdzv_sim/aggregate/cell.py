@@ -9,23 +9,12 @@ hosts as codes, its round, and the three calls back (`formed`, `nodes_waiting`, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..protocols.agent import out_of_restarts, uses_a_restart
 from .hosts import HostCodes, HostList
-from .round_model import Formed
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """What a round model's `cells(job)` declares of one rendezvous."""
-    hosts: list             # its hosts' names
-    sc: object              # the scenario as its rendezvous reads it (min_nodes, max_nodes, protocol)
-    protocol: object        # the protocol instance that keys its store
-    first: int = 0          # its rounds are first, first + step, ... in the job's tables
-    step: int = 1
+from .round_model import CellSpec, Formed
 
 
 class CellTrace:

@@ -13,9 +13,8 @@ against per operation is measured in reports/per_step_ft.md.
 """
 from __future__ import annotations
 
-from .cell import CellSpec
 from .hrw_round import HrwRounds
-from .round_model import register_round_model
+from .round_model import CellSpec, register_round_model
 
 
 class QuorumRounds(HrwRounds):

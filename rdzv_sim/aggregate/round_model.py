@@ -35,6 +35,16 @@ class Formed:
     doomed: bool = False      # a member died before the workers started: they wait for it
 
 
+@dataclass(frozen=True)
+class CellSpec:
+    """What a round model's `cells(job)` declares of one rendezvous (`cell.py`)."""
+    hosts: list             # its hosts' names
+    sc: object              # the scenario as its rendezvous reads it (min_nodes, max_nodes, protocol)
+    protocol: object        # the protocol instance that keys its store
+    first: int = 0          # its rounds are first, first + step, ... in the job's tables
+    step: int = 1
+
+
 class RoundModel:
     """The part a protocol fills in; `job` is the `Cell` it serves (`cell.py`): the job's one
     rendezvous, or one of several (`cells`)."""
@@ -50,7 +60,6 @@ class RoundModel:
     def cells(cls, job) -> list:
         """The job's rendezvous, as `CellSpec`s: one of every host, unless the protocol's
         hosts meet in several (a per-step job's replica groups)."""
-        from .cell import CellSpec
         return [CellSpec(job.hosts, job.sc, job.protocol)]
 
     def counter(self):

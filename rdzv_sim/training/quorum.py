@@ -33,7 +33,7 @@ from .work import span_work
 
 QUORUM_LOST = LOST + ("heal", "reconfigure", "quorum")
 QUORUM_COLUMNS = ["quorum", "t", "groups", "hosts", "members", "joined", "left", "restart", "cause",
-                  "failed_at"]
+                  "failed_at", "quorum_id", "stale"]
 
 
 def lighthouse_for(sc):
@@ -45,8 +45,8 @@ def lighthouse_for(sc):
     costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
                   tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync, p.sync_every,
                   p.quorum_retries, p.quorum_timeout, a.worker_start + a.worker_start_per_node * p.group_size,
-                  p.min_replica_size or p.min_replicas)
-    return Lighthouse(rules, costs, sc.duration)
+                  p.min_replica_size or p.min_replicas, p.lighthouse_ids)
+    return Lighthouse(rules, costs, sc.duration, seed=sc.seed)
 
 
 def outages(events: pd.DataFrame) -> list[tuple[float, float]]:
@@ -99,12 +99,16 @@ def lives(spans: pd.DataFrame, rounds: pd.DataFrame, group_of_round, events: pd.
     return out
 
 
-def replay(events, rounds, sc, spans=None):
-    """The scenario's Lighthouse replayed over a run's group lives: (lighthouse, lives)."""
+def replay(events, rounds, sc, spans=None, **given):
+    """The scenario's Lighthouse replayed over a run's group lives: (lighthouse, lives).
+    `given`: what a real run decided that the model draws (`Lighthouse.first_retry`,
+    `last_id`), for a validation against it."""
     from .spans import round_spans
     if spans is None:
         spans = round_spans(events, sc.duration)
     lh = lighthouse_for(sc)
+    for k, v in given.items():
+        setattr(lh, k, v)
     groups = sc.protocol.groups(sc.max_nodes)
     life = lives(spans, rounds, lambda rnd: rnd % groups, events, sc.protocol.timeout,
                  lh.costs.detection)
@@ -117,7 +121,8 @@ def quorums_table(lh, group_size: int) -> pd.DataFrame:
     rows = [{"quorum": q.quorum, "t": q.t, "groups": len(q.groups), "hosts": len(q.groups) * group_size,
              "members": names(q.groups), "joined": names(q.joined), "left": names(q.left),
              "restart": q.restart, "cause": q.cause,
-             "failed_at": float("nan") if q.failed_at is None else q.failed_at} for q in lh.quorums]
+             "failed_at": float("nan") if q.failed_at is None else q.failed_at,
+             "quorum_id": q.quorum_id, "stale": q.stale} for q in lh.quorums]
     return pd.DataFrame(rows, columns=QUORUM_COLUMNS)
 
 
@@ -203,7 +208,10 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
                     "steps_failed": st.failed,
                     "step_efficiency": st.committed / st.attempted if st.attempted else float("nan"),
                     "groups_per_step": st.group_steps / st.committed if st.committed else float("nan"),
-                    "wall_per_step_s": (d - first) / st.committed if st.committed else float("nan")})
+                    # torchft's average step time is per attempted step (a failed one took its
+                    # time too); the wall a committed step cost is the other figure
+                    "wall_per_attempted_step_s": (d - first) / st.attempted if st.attempted else float("nan"),
+                    "wall_per_committed_step_s": (d - first) / st.committed if st.committed else float("nan")})
     table = pd.DataFrame([{"round": rnd, "t0": u, "t1": min(dn, d), "hosts": size, "hosts_used": size,
                            "throughput": share_g[rnd] / share_t[rnd] if share_t.get(rnd) else 0.0,
                            "rate": 1.0, "saved_s": share_t.get(rnd, 0.0)}

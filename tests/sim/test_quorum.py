@@ -175,6 +175,10 @@ def test_the_summary_of_a_quorum_run_counts_its_steps():
     assert s["steps_attempted"] == s["steps_committed"] + s["steps_failed"]
     assert s["steps_failed"] == 1 and s["steps_committed"] > 0
     assert s["step_efficiency"] == s["steps_committed"] / s["steps_attempted"]
+    # torchft's average step time is per attempted step; a committed step cost more wall
+    assert s["wall_per_attempted_step_s"] * s["steps_attempted"] == \
+        pytest.approx(s["wall_per_committed_step_s"] * s["steps_committed"])
+    assert s["wall_per_attempted_step_s"] < s["wall_per_committed_step_s"]
     assert 1 < s["groups_per_step"] < r.scenario.protocol.groups(r.scenario.max_nodes)
 
 
@@ -270,15 +274,64 @@ def test_regression_async_join_with_nothing_to_fetch():
 def test_a_lighthouse_back_before_the_managers_last_retry_costs_the_wait_and_a_step():
     """torchft 0.2.0, measured (reports/per_step_ft.md): a quorum call that finds no Lighthouse
     is retried every quorum_timeout / (retries + 1). Two groups, 1 s steps from 2 s; the
-    Lighthouse is gone 30.5-36 s: the step starting at 31 s fails its call, the retry at 36 s
-    reaches the fresh Lighthouse, which forms a new quorum of both (a new id: 1 s to
-    reconfigure), and steps end again at 38..100 s."""
-    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, quorum_retries=3, quorum_timeout=20.0)
-    lh = Lighthouse(QuorumRules(heartbeat_timeout=5.0, tick=0.1), costs, duration=100.0).replay(
+    Lighthouse is gone 30.5-36 s: the step starting at 31 s fails its call, and the retries at
+    36 s reach the fresh Lighthouse. Its heartbeats come with the retries, so the first retry
+    forms a quorum alone (1 s to reconfigure, a step alone) and the other joins at that step's
+    end (1 s more); with ids that are never given twice (`unique`) nothing else fails."""
+    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, quorum_retries=3, quorum_timeout=20.0,
+                  ids="unique")
+    lh = Lighthouse(QuorumRules(heartbeat_timeout=5.0, tick=0.1), costs, duration=100.0, first_retry=1).replay(
         [(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, math.inf)], outages=[(30.5, 36.0)])
-    assert [(q.t, q.cause, q.restart) for q in lh.quorums] == [(1.0, "start", True), (36.0, "lighthouse", False)]
+    assert [(q.t, sorted(q.groups), q.cause, q.restart) for q in lh.quorums] == [
+        (1.0, [0, 1], "start", True), (36.0, [1], "lighthouse", False), (38.0, [0, 1], "join", False)]
     assert [(s.t0, s.t1) for s in lh.segments if s.kind == "outage"] == [(31.0, 36.0)]
-    assert (lh.steps.committed, lh.steps.failed) == (29 + 63, 1)
+    assert (lh.steps.committed, lh.steps.failed) == (29 + 1 + 61, 1)
+
+
+def _lost_lighthouse(ids: str, **given) -> Lighthouse:
+    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, quorum_retries=3, quorum_timeout=20.0,
+                  ids=ids)
+    return Lighthouse(QuorumRules(heartbeat_timeout=5.0, tick=0.1), costs, duration=100.0, **given).replay(
+        [(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, math.inf)], outages=[(30.5, 36.0)])
+
+
+def test_a_fresh_lighthouse_numbering_from_one_gives_the_first_retry_its_old_id_and_its_step_fails():
+    """torchft 0.2.0 (`lighthouse_ids: restart`): the fresh Lighthouse's first quorum is id 1
+    again, the id the lone first retry last configured, for both groups: its Manager keeps that
+    process group, of two, and the step fails; the next quorum has commit failures, a new id,
+    and both reconfigure. The near miss, ids never given twice: the lone quorum is id 2, a
+    new process group, and it commits its step."""
+    shipped = _lost_lighthouse("restart", first_retry=1)
+    assert [(sorted(q.groups), q.quorum_id, q.stale) for q in shipped.quorums] == [
+        ([0, 1], 1, False), ([1], 1, True), ([0, 1], 2, False)]
+    assert (shipped.steps.committed, shipped.steps.failed) == (29 + 61, 2)
+    fixed = _lost_lighthouse("unique", first_retry=1)
+    assert [(sorted(q.groups), q.quorum_id, q.stale) for q in fixed.quorums] == [
+        ([0, 1], 1, False), ([1], 2, False), ([0, 1], 3, False)]
+    assert (fixed.steps.committed, fixed.steps.failed) == (29 + 1 + 61, 1)
+
+
+def test_a_group_given_its_old_id_with_the_others_reconfiguring_fails_the_quorums_step():
+    """As in the real runs (docs/per-step.md): start-up made two quorums, so both groups last
+    had id 2; the lone first retry gets id 1 (a new process group) and commits a step alone;
+    the quorum of both is id 2 again: group 0 keeps its old process group, group 1 makes a new
+    one, and that step fails; id 3 trains both. The near miss: ids never given twice."""
+    shipped = _lost_lighthouse("restart", first_retry=1, last_id=2)
+    assert [(sorted(q.groups), q.quorum_id, q.stale) for q in shipped.quorums] == [
+        ([0, 1], 1, False), ([1], 1, False), ([0, 1], 2, True), ([0, 1], 3, False)]
+    assert shipped.steps.failed == 2
+    fixed = _lost_lighthouse("unique", first_retry=1, last_id=2)
+    assert [q.stale for q in fixed.quorums] == [False] * 3 and fixed.steps.failed == 1
+
+
+def test_which_retry_comes_first_is_drawn_from_the_seed():
+    firsts = {min(_lost_lighthouse_seeded(seed).quorums[1].groups) for seed in range(12)}
+    assert firsts == {0, 1}
+    assert _lost_lighthouse_seeded(5).quorums[1].groups == _lost_lighthouse_seeded(5).quorums[1].groups
+
+
+def _lost_lighthouse_seeded(seed: int) -> Lighthouse:
+    return _lost_lighthouse("restart", seed=seed)
 
 
 def test_a_lighthouse_gone_past_the_retries_kills_the_training_and_restarts_it_from_a_checkpoint():
@@ -307,9 +360,12 @@ def test_a_lighthouse_crash_in_a_run_is_charged_to_the_quorum_and_refused_elsewh
     q = r.quorums
     back = q[q["cause"] == "lighthouse"]
     assert len(back) == 1 and not back["restart"].iloc[0] and 25.0 <= back["t"].iloc[0] <= 27.0
+    assert back["groups"].iloc[0] == 1                  # the first retry, alone (torchft 0.2.0)
     s = r.summary.iloc[0]
     calm = run(base).summary.iloc[0]
-    assert s["lost_quorum_s"] > calm["lost_quorum_s"] + 4.0 and s["steps_failed"] == 1
+    # the call that found no Lighthouse, and the lone quorum's step on a reused id
+    assert s["lost_quorum_s"] > calm["lost_quorum_s"] + 4.0 and s["steps_failed"] == 2
+    assert q["stale"].tolist().count(True) == 1
     assert s["goodput"] * 60 + sum(s[c] for c in r.summary.columns if c.startswith("lost_")) == pytest.approx(60)
     with pytest.raises(ScenarioError, match="needs a protocol with torchft.s Lighthouse"):
         load({**base, "protocol": {"name": "hrw"}, "faults": faults})

@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .rules import QuorumRules
 
 INF = float("inf")
@@ -45,6 +47,8 @@ class Costs:
     restart: float = 0.0            # seconds until a training process that raised runs again
     min_commit: int = 1             # torchft Manager's min_replica_size: a step commits only
                                     # with this many participating groups
+    ids: str = "restart"            # a restarted Lighthouse's quorum ids: "restart" from 1 (torchft
+                                    # 0.2.0), "unique" (never one it gave before)
 
     def lighthouse_back(self, r: float, back: float) -> tuple[float, bool]:
         """A quorum asked at r, the Lighthouse gone until `back`: when a request reaches it,
@@ -114,6 +118,9 @@ class QuorumRecord:
     restart: bool              # no live group held the state: every member loads a checkpoint
     cause: str                 # start, join, failure, restart, lighthouse (it came back)
     failed_at: float | None    # when the first member died since the quorum before
+    quorum_id: int = 0         # torchft's id of it (the Lighthouse's, bumped on a change)
+    stale: bool = False        # a member kept a process group of other members (its last id
+                               # was this one): the quorum's first step fails
 
 
 @dataclass
@@ -136,6 +143,9 @@ class Lighthouse:
     duration: float
     segments: list = field(default_factory=list)
     quorums: list = field(default_factory=list)
+    seed: int = 0                   # draws which group's retry reaches a fresh Lighthouse first
+    first_retry: int | None = None  # ... or that group (a real run's, for its validation)
+    last_id: int | None = None      # every group's id before the Lighthouse was lost (a real run's)
 
     def replay(self, lives, outages=()):
         """lives: (group, beat, up, down[, detection]) for every life of every group: its
@@ -173,6 +183,12 @@ class Lighthouse:
         self.broken_at = None                   # the first member's death since the last quorum
         self.trained = False                    # a training segment has been cut
         self.steps = Steps()
+        self.qid = 0                            # the Lighthouse's last quorum id
+        self.id_prev: frozenset | None = None   # the members its id rule compares with
+        self.configured: dict = {}              # group -> (id, members) of its process group
+        self.commit_failed = False              # the last quorum's step failed on a stale group
+        self.stale = False                      # the quorum training now has a stale member
+        self.draws = np.random.default_rng(np.random.SeedSequence([self.seed, 0x11647]))
         for t, kind, g in ev:
             self._until(t)
             if kind == 0:
@@ -240,9 +256,10 @@ class Lighthouse:
             if self.joining:                    # healing alongside (async): they contribute
                 due.append((self.healed, "healed"))     # from the boundary after their heal
             if any(g not in self.members for g in self.live):
-                # newcomers asked; the members ask again at their next step boundary: a fast quorum
-                due.append((max(self._boundary(min(u for g, u in self.live.items()
-                                                   if g not in self.members)), self.since), "join"))
+                # newcomers asked; the members ask again at their next step boundary: a fast
+                # quorum (one that asked before the members' first step asks at its end)
+                asked = min(u for g, u in self.live.items() if g not in self.members)
+                due.append((max(self._boundary(asked), self.origin + self.costs.step, self.since), "join"))
             nxt = min(due, default=None)
             return nxt if nxt is not None and nxt[0] <= t else None
         if self.phase in ("idle", "failure"):
@@ -289,6 +306,16 @@ class Lighthouse:
             return
         if what == "resume":
             self._cut(when)
+            if self.stale:
+                # a member's process group is of other members: the step's collectives fail
+                # (torchft's timeout at most, the peers' errors at once), every member asks again
+                self.stale = False
+                self.steps.failed += self.costs.sync_every
+                self.phase, self.since = "failure", when
+                self.failed_at = when + self.costs.step_time + self.costs.detection
+                self.broken_at = when if self.broken_at is None else self.broken_at
+                self.commit_failed = True
+                return
             self.phase, self.origin = "train", when
             if self.joining and not self.costs.overlapped:
                 self.holders |= self.joining
@@ -320,10 +347,12 @@ class Lighthouse:
         restart = not (self.holders & groups)
         joined = groups - self.holders if not restart else frozenset()
         left = frozenset(x[0] if isinstance(x, tuple) else x for x in self.prev or ()) - groups
+        qid, stale = self._quorum_id(groups)
         self.quorums.append(QuorumRecord(len(self.quorums) + 1, t, groups, joined, left, restart,
                                          "restart" if restart and self.quorums and cause != "lighthouse"
                                          else cause,
-                                         self.broken_at))
+                                         self.broken_at, qid, stale))
+        self.stale = stale
         self.broken_at = None
         self.prev = self.members = groups
         self.failed_at = None
@@ -353,6 +382,21 @@ class Lighthouse:
         if stall <= 0:
             self._act((t, "resume"))
 
+    def _quorum_id(self, groups: frozenset) -> tuple[int, bool]:
+        """torchft's id of a quorum of `groups` (`QuorumRules.next_quorum_id`), and whether a
+        member keeps a process group of other members: torchft's Manager reconfigures only
+        when the id differs from its last, so a member whose last id is this one, with other
+        members then, keeps that group (possible only after a Lighthouse restart that numbers
+        its quorums from 1 again)."""
+        self.qid = QuorumRules.next_quorum_id(self.qid, groups, self.id_prev, self.commit_failed)
+        self.id_prev, self.commit_failed = groups, False
+        keep = {g for g in groups if self.configured.get(g, (None,))[0] == self.qid}
+        # a keeper's group is of other members, or others make a new one it is not in
+        stale = any(self.configured[g][1] != groups for g in keep) or bool(keep and keep != groups)
+        for g in groups - keep:
+            self.configured[g] = (self.qid, groups)
+        return self.qid, stale
+
     def _lighthouse_lost(self, r: float) -> None:
         """A quorum call at r finds no Lighthouse: the job stalls until a call reaches it."""
         self._cut(r)
@@ -370,14 +414,31 @@ class Lighthouse:
         processes died with it."""
         self._cut(t)
         self.prev, self.dead = None, {}         # what the lost Lighthouse knew
-        if self.died:
+        self.id_prev = None
+        if self.last_id is not None:            # a real run's ids before the loss (validation)
+            self.configured = {g: (self.last_id, m) for g, (_, m) in self.configured.items()}
+            self.qid = self.last_id
+        if self.costs.ids == "restart":         # torchft 0.2.0: a fresh Lighthouse counts from 0
+            self.qid = 0
+        live = sorted(self.live)
+        if self.died:                           # fresh processes, heartbeating from their start
             self.holders = set()
             self.died = False
-        asked = {g: t for g in self.live}
-        groups = self.rules.decide(t, asked, set(self.live) | set(self.beats), None)
+            self.configured = {}
+            asked = {g: t for g in live}
+        else:
+            # the Managers' heartbeats reach the fresh Lighthouse only with their retries: the
+            # first retry to arrive (a race of milliseconds, drawn) finds nobody else heartbeating
+            # and forms a quorum alone; the others ask at once, and join at its next boundary
+            first = (self.first_retry if self.first_retry in self.live
+                     else live[int(self.draws.integers(len(live)))] if live else None)
+            asked = {first: t} if first is not None else {}
+        groups = self.rules.decide(t, asked, set(asked), None)
         if groups is None:                      # too few: the usual wait for a quorum
             self.phase, self.failed_at = "failure", t
             return
+        for g in live:                          # the others asked right behind it
+            self.live[g] = max(self.live[g], t)
         self._form(t, groups, "lighthouse")
 
     def _down(self, g: int, t: float) -> None:

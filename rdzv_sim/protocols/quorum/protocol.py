@@ -60,6 +60,11 @@ class QuorumSettings(HrwSettings):
     quorum_retries: Annotated[int, Field(ge=0, le=1000)] = Field(0, description="torchft Manager's quorum_retries: "
                                                               "a failed Lighthouse call is retried this many times, "
                                                               "spread over quorum_timeout, before the call fails")
+    lighthouse_ids: Literal["restart", "unique"] = Field(
+        "restart", description="a restarted Lighthouse's quorum ids: 'restart' numbers them from 1 "
+        "again (torchft 0.2.0, and its main branch as of 2026-04): a group whose last id comes "
+        "again keeps its process group, and that quorum's first step fails; 'unique' never gives "
+        "an id twice (a fix torchft does not ship)")
     timeout: PositiveFloat = Field(60.0, description="torchft Manager's timeout: a step whose collective hangs "
                                    "on a group that vanished fails after it (a killed process's fails as "
                                    "fast as the group's own peers notice it)")
