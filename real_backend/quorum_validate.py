@@ -53,7 +53,7 @@ def real_config(sc, workdir: Path) -> TorchftRun:
                       join_timeout=p.quorum_join_timeout, quorum_tick=p.quorum_tick,
                       heartbeat_timeout=p.heartbeat_timeout, quorum_timeout=p.quorum_timeout,
                       quorum_retries=p.quorum_retries, async_quorum=p.async_quorum,
-                      sync_every=p.sync_every, faults=faults, workdir=workdir)
+                      sync_every=p.sync_every, timeout=p.timeout, faults=faults, workdir=workdir)
 
 
 def measure_real(steps: list[dict], cfg: TorchftRun) -> dict:

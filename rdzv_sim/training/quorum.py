@@ -45,7 +45,7 @@ def lighthouse_for(sc):
     costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
                   tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync, p.sync_every,
                   p.quorum_retries, p.quorum_timeout, a.worker_start + a.worker_start_per_node * p.group_size,
-                  p.min_replica_size or p.min_replicas, p.lighthouse_ids)
+                  p.min_replica_size or p.min_replicas, p.timeout, p.lighthouse_ids)
     return Lighthouse(rules, costs, sc.duration, seed=sc.seed)
 
 

@@ -290,7 +290,7 @@ def test_a_lighthouse_back_before_the_managers_last_retry_costs_the_wait_and_a_s
 
 def _lost_lighthouse(ids: str, **given) -> Lighthouse:
     costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, quorum_retries=3, quorum_timeout=20.0,
-                  ids=ids)
+                  timeout=3.0, ids=ids)
     return Lighthouse(QuorumRules(heartbeat_timeout=5.0, tick=0.1), costs, duration=100.0, **given).replay(
         [(0, 0.0, 1.0, math.inf), (1, 0.0, 1.0, math.inf)], outages=[(30.5, 36.0)])
 
@@ -298,13 +298,13 @@ def _lost_lighthouse(ids: str, **given) -> Lighthouse:
 def test_a_fresh_lighthouse_numbering_from_one_gives_the_first_retry_its_old_id_and_its_step_fails():
     """torchft 0.2.0 (`lighthouse_ids: restart`): the fresh Lighthouse's first quorum is id 1
     again, the id the lone first retry last configured, for both groups: its Manager keeps that
-    process group, of two, and the step fails; the next quorum has commit failures, a new id,
-    and both reconfigure. The near miss, ids never given twice: the lone quorum is id 2, a
-    new process group, and it commits its step."""
+    process group, of two, and the step (37-38 s) hangs to torchft's timeout (3 s); the next
+    quorum (41 s) has commit failures, a new id, and both reconfigure. The near miss, ids never
+    given twice: the lone quorum is id 2, a new process group, and it commits its step."""
     shipped = _lost_lighthouse("restart", first_retry=1)
-    assert [(sorted(q.groups), q.quorum_id, q.stale) for q in shipped.quorums] == [
-        ([0, 1], 1, False), ([1], 1, True), ([0, 1], 2, False)]
-    assert (shipped.steps.committed, shipped.steps.failed) == (29 + 61, 2)
+    assert [(q.t, sorted(q.groups), q.quorum_id, q.stale) for q in shipped.quorums] == [
+        (1.0, [0, 1], 1, False), (36.0, [1], 1, True), (41.0, [0, 1], 2, False)]
+    assert (shipped.steps.committed, shipped.steps.failed) == (29 + 58, 2)
     fixed = _lost_lighthouse("unique", first_retry=1)
     assert [(sorted(q.groups), q.quorum_id, q.stale) for q in fixed.quorums] == [
         ([0, 1], 1, False), ([1], 2, False), ([0, 1], 3, False)]

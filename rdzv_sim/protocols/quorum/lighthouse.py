@@ -47,6 +47,7 @@ class Costs:
     restart: float = 0.0            # seconds until a training process that raised runs again
     min_commit: int = 1             # torchft Manager's min_replica_size: a step commits only
                                     # with this many participating groups
+    timeout: float = 60.0           # torchft Manager's timeout: a collective that hangs fails after it
     ids: str = "restart"            # a restarted Lighthouse's quorum ids: "restart" from 1 (torchft
                                     # 0.2.0), "unique" (never one it gave before)
 
@@ -307,12 +308,13 @@ class Lighthouse:
         if what == "resume":
             self._cut(when)
             if self.stale:
-                # a member's process group is of other members: the step's collectives fail
-                # (torchft's timeout at most, the peers' errors at once), every member asks again
+                # a member's process group is of other members: the step's collectives wait for
+                # peers that never come and fail after torchft's timeout (measured: 5 s of 5 s in
+                # one real run; at once on gloo errors in another), every member asks again
                 self.stale = False
                 self.steps.failed += self.costs.sync_every
                 self.phase, self.since = "failure", when
-                self.failed_at = when + self.costs.step_time + self.costs.detection
+                self.failed_at = when + self.costs.step_time + self.costs.timeout
                 self.broken_at = when if self.broken_at is None else self.broken_at
                 self.commit_failed = True
                 return
