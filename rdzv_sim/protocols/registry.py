@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -50,6 +51,7 @@ class ProtocolSpec:
 _SPECS: dict[str, ProtocolSpec] = {}
 _PARTS: dict[tuple[str, str], Any] = {}
 _state = {"version": 0, "plugins": False}
+_LOADING = threading.RLock()      # one thread loads the plugins; the others wait for it
 
 
 def version() -> int:
@@ -108,18 +110,28 @@ def add_part(protocol: str, kind: str, item: Any) -> None:
 
 
 def _load_plugins() -> None:
-    if _state["plugins"]:
+    """Load the plugins once. Threads that ask meanwhile wait for the whole of it (a scenario
+    loaded from several threads saw half the protocols); a plugin that asks while it loads, in
+    the loading thread, sees what is registered so far."""
+    if _state["plugins"] is True:
         return
-    _state["plugins"] = True
-    from importlib.metadata import entry_points
-    for ep in entry_points(group=ENTRY_POINTS):
+    with _LOADING:
+        if _state["plugins"]:                   # done, or being done by this very thread
+            return
+        _state["plugins"] = "loading"
         try:
-            obj = ep.load()
-        except Exception as e:  # noqa: BLE001 - any import error, said with the plugin's name
-            raise ProtocolError(f"protocol plugin {ep.name!r} ({ep.value}) failed to load: {e}") from None
-        if callable(obj) and not isinstance(obj, type):
-            obj()
-    import_modules(m for m in os.environ.get(ENV_VAR, "").split(",") if m.strip())
+            from importlib.metadata import entry_points
+            for ep in entry_points(group=ENTRY_POINTS):
+                try:
+                    obj = ep.load()
+                except Exception as e:  # noqa: BLE001 - any import error, said with the plugin's name
+                    raise ProtocolError(f"protocol plugin {ep.name!r} ({ep.value}) failed to load: "
+                                        f"{e}") from None
+                if callable(obj) and not isinstance(obj, type):
+                    obj()
+            import_modules(m for m in os.environ.get(ENV_VAR, "").split(",") if m.strip())
+        finally:
+            _state["plugins"] = True
 
 
 def import_modules(modules) -> None:
