@@ -160,8 +160,11 @@ def _line_moves(rnds, ranked: Ranked, count: int, policies, vnodes: int, seed: i
             gone = np.setdiff1d(prev_codes, now_codes, assume_unique=True)
             new = np.setdiff1d(now_codes, prev_codes, assume_unique=True)
         now: dict[str, np.ndarray] = {}
+        same = prev_codes is not None and len(gone) == 0 and len(new) == 0
         for p in policies:
-            if p == "hrw":
+            if same and p in prev and p != "modulo":
+                now[p] = prev[p]           # the same members: hrw's and the ring's owners are too
+            elif p == "hrw":
                 # an owner is its host's position in the shortlist: distinct hosts, distinct
                 # owners, even when two hosts' hashes collide
                 now[p] = shortlist.owner_indexes(_mask(len(shortlist.nodes), at[now_codes]))

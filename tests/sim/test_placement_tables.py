@@ -39,3 +39,23 @@ def test_moves_by_codes_match_the_sets_of_names():
     ch = rank_changes(rounds, ranked_by_round(ev))
     assert ch["ranks_changed"].tolist() == [0, 2, 3]     # h2, h3 move up; then h3, h0, h2 again
     assert ch["rank0_moved"].tolist() == [0, 0, 1]
+
+
+def test_a_round_is_compared_with_the_round_before_it_in_its_line():
+    """Two replica groups' rounds interleaved (a per-step job's lines): group a's second round
+    has the same hosts as its first, so nothing moves and no rank changes, though the round
+    just before it in the table is group b's (the near miss, one line: everything moves);
+    group b's second round lost a host."""
+    ranks = [["a0", "a1"], ["b0", "b1", "b2"], ["a0", "a1"], ["b2", "b0"]]
+    ev = events([(n, i, k) for i, order in enumerate(ranks) for k, n in enumerate(order)])
+    rounds = pd.DataFrame({"round": [0, 1, 2, 3]})
+    lines = [0, 1, 0, 1]
+    got = shard_moves(rounds, ev, 300, ["hrw", "modulo", "ring"], vnodes=8, lines=lines)
+    assert got.loc[2].tolist() == [0, 0, 0, 0, 0]                  # group a, the same hosts
+    assert got.loc[3, "shards_moved_fair_share"] == 100            # b lost one of three
+    assert 0 < got.loc[3, "shards_moved_hrw"] <= 100 + 1
+    one = shard_moves(rounds, ev, 300, ["hrw"], vnodes=8)
+    assert one.loc[2, "shards_moved_hrw"] == 300                   # against group b's round
+    ch = rank_changes(rounds, ranked_by_round(ev), lines)
+    assert ch["ranks_changed"].tolist() == [0, 0, 0, 2]            # b2: 2 -> 0, b0: 0 -> 1
+    assert ch["rank0_moved"].tolist() == [0, 0, 0, 1]
