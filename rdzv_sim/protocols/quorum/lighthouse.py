@@ -309,8 +309,8 @@ class Lighthouse:
             self._cut(when)
             if self.stale:
                 # a member's process group is of other members: the step's collectives wait for
-                # peers that never come and fail after torchft's timeout (measured: 5 s of 5 s in
-                # one real run; at once on gloo errors in another), every member asks again
+                # peers that never come and fail after torchft's timeout (docs/per-step.md);
+                # every member asks again
                 self.stale = False
                 self.steps.failed += self.costs.sync_every
                 self.phase, self.since = "failure", when
