@@ -120,8 +120,9 @@ class QuorumRecord:
     cause: str                 # start, join, failure, restart, lighthouse (it came back)
     failed_at: float | None    # when the first member died since the quorum before
     quorum_id: int = 0         # torchft's id of it (the Lighthouse's, bumped on a change)
-    stale: bool = False        # a member kept a process group of other members (its last id
-                               # was this one): the quorum's first step fails
+    stale: bool = False        # a member kept its process group (its last id was this one)
+                               # while it was of other members, or while others made a new
+                               # one: the quorum's first step fails
 
 
 @dataclass
@@ -428,6 +429,7 @@ class Lighthouse:
             self.died = False
             self.configured = {}
             asked = {g: t for g in live}
+            beating = set(self.live) | set(self.beats)
         else:
             # the Managers' heartbeats reach the fresh Lighthouse only with their retries: the
             # first retry to arrive (a race of milliseconds, drawn) finds nobody else heartbeating
@@ -435,7 +437,8 @@ class Lighthouse:
             first = (self.first_retry if self.first_retry in self.live
                      else live[int(self.draws.integers(len(live)))] if live else None)
             asked = {first: t} if first is not None else {}
-        groups = self.rules.decide(t, asked, set(asked), None)
+            beating = set(asked)
+        groups = self.rules.decide(t, asked, beating, None)
         if groups is None:                      # too few: the usual wait for a quorum
             self.phase, self.failed_at = "failure", t
             return
