@@ -72,3 +72,21 @@ def run_summary(cmd: list[str], out: Path, columns) -> dict:
     r["wall_s"] = round(wall, 1)
     r["max_rss_mb"] = round(int(proc.stderr.strip().splitlines()[-1]) / 1024)
     return r
+
+
+def in_parallel(calls: dict, jobs: int = 2) -> dict:
+    """Each name's call (no arguments), `jobs` at a time, side by side in one run: {name: result}
+    in the order given. Load what the calls need before (the main thread's imports)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(jobs) as pool:
+        futs = {n: pool.submit(f) for n, f in calls.items()}
+        return {n: f.result() for n, f in futs.items()}
+
+
+def side_by_side_args(argv=None):
+    """The arguments of a benchmark that runs its cases side by side: --jobs, --out."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=str(REPORTS))
+    return ap.parse_args(argv)

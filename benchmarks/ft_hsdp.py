@@ -11,13 +11,11 @@ Usage: python benchmarks/ft_hsdp.py [--jobs 2]
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-from bench_io import environment, run_summary, write  # noqa: E402
+from bench_io import environment, in_parallel, run_summary, side_by_side_args, write  # noqa: E402
 
 CASES = {"stop-the-world (frontier-100k)": "frontier-100k",
          "per-step quorum (frontier-100k-quorum)": "frontier-100k-quorum"}
@@ -96,14 +94,9 @@ def report(r: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "reports"))
-    a = ap.parse_args()
+    a = side_by_side_args()
     work = Path("runs/ft_hsdp")
-    with ThreadPoolExecutor(a.jobs) as pool:
-        futs = {n: pool.submit(one, n, s, work) for n, s in CASES.items()}
-        results = {n: f.result() for n, f in futs.items()}
+    results = in_parallel({n: (lambda n=n, s=s: one(n, s, work)) for n, s in CASES.items()}, a.jobs)
     from rdzv_sim.scenario.load import load
     r = environment(duration=load("frontier-100k").duration, cases=results, paper=PAPER)
     write("ft_hsdp", r, report(r), folder=Path(a.out))

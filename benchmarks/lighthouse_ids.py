@@ -11,12 +11,10 @@ Usage: python benchmarks/lighthouse_ids.py [--jobs 2]
 """
 from __future__ import annotations
 
-import argparse
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-from bench_io import environment, run_summary, write  # noqa: E402
+from bench_io import environment, in_parallel, run_summary, side_by_side_args, write  # noqa: E402
 
 SCENARIOS = ("llama3-54d-quorum", "frontier-100k-quorum")
 IDS = ("restart", "unique")
@@ -87,15 +85,11 @@ def report(r: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "reports"))
-    a = ap.parse_args()
+    a = side_by_side_args()
     work = Path("runs/lighthouse_ids")
-    with ThreadPoolExecutor(a.jobs) as pool:
-        todo = {(sc, ids): sets(sc, ids) for sc in SCENARIOS for ids in IDS}
-        futs = {f"{sc} {ids}": pool.submit(one, sc, args, work, ids) for (sc, ids), args in todo.items()}
-        results = {n: f.result() for n, f in futs.items()}
+    todo = {(sc, ids): sets(sc, ids) for sc in SCENARIOS for ids in IDS}   # loaded here, not in threads
+    results = in_parallel({f"{sc} {ids}": (lambda sc=sc, args=args, ids=ids: one(sc, args, work, ids))
+                           for (sc, ids), args in todo.items()}, a.jobs)
     r = environment(cases=results)
     write("lighthouse_ids", r, report(r), folder=Path(a.out))
     print(report(r))
