@@ -46,6 +46,9 @@ register_cost("hrw", "per_operation", lambda n, sc: 3.8e-4 * n)
 register_cost("static", "per_operation", lambda n, sc: 2.5e-4 * n)
 register_cost("c10d", "per_operation", c10d_round)
 register_cost("hrw", "aggregate", lambda n, sc: 3e-5 * n)            # llama3-54d: ~35 s for ~760 rounds
+# a quorum job's round re-forms one replica group, whatever the job's size; smaller groups make
+# more of them (reports/per_step_ft.md: llama3-54d-quorum from 11 s at groups of 128 to 53 s at 8)
+register_cost("quorum", "aggregate", lambda n, sc: 0.03 * (16 / sc.protocol.group_size) ** 0.5)
 # a storm that locks is carried forward, one that creeps is stepped write by write: llama3-54d
 # (~825 rounds) takes 8 s as bundled and 18 minutes with a 30 s keep-alive (docs/c10d-at-scale.md)
 register_cost("c10d", "aggregate", lambda n, sc: 3e-4 * n,
