@@ -110,10 +110,7 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     for each completed round, in order, against the round before it in its line (`lines`,
     `line_positions`). A round's members are its ranked nodes, as codes: who left and who
     came are set differences of sorted integers."""
-    out = {f"shards_moved_{p}": [] for p in policies}
-    out["shards_moved_fair_share"] = []
-    if "hrw" in policies:
-        out["shards_moved_needed"] = []
+    out = _move_columns(policies)
     if count == 0 or rounds.empty:
         return pd.DataFrame({k: pd.Series(v, dtype="int64") for k, v in out.items()}, index=rounds.index)
     if len(rounds) == 1:                 # nothing to move from: no placement to compute
@@ -128,12 +125,18 @@ def shard_moves(rounds: pd.DataFrame, events: pd.DataFrame, count: int, policies
     return pd.DataFrame(cols, index=rounds.index)
 
 
-def _line_moves(rnds, ranked: Ranked, count: int, policies, vnodes: int, seed: int) -> dict:
-    """`shard_moves` of one line of rounds, each against the one before it."""
+def _move_columns(policies) -> dict[str, list]:
+    """The columns `shard_moves` writes, empty."""
     out = {f"shards_moved_{p}": [] for p in policies}
     out["shards_moved_fair_share"] = []
     if "hrw" in policies:
         out["shards_moved_needed"] = []
+    return out
+
+
+def _line_moves(rnds, ranked: Ranked, count: int, policies, vnodes: int, seed: int) -> dict:
+    """`shard_moves` of one line of rounds, each against the one before it."""
+    out = _move_columns(policies)
     keys = np.arange(count)
     names = ranked.names
     members = [distinct(ranked.of(rnd)[0], len(names)) for rnd in rnds]

@@ -18,13 +18,14 @@ from .round_model import CellSpec, Formed
 
 
 class CellTrace:
-    """The job's trace with the cell's round numbers (0, 1, ...) written as the job's."""
+    """The job's trace with the cell's round numbers (0, 1, ...) written as the job's
+    (`to_table`, the cell's `table_round`)."""
 
-    def __init__(self, trace, first: int, step: int):
-        self._trace, self.first, self.step = trace, first, step
+    def __init__(self, trace, to_table):
+        self._trace, self._to_table = trace, to_table
 
     def _r(self, rnd):
-        return None if rnd is None else self.first + rnd * self.step
+        return None if rnd is None else self._to_table(rnd)
 
     def record(self, t, node, event, rnd=None, *args, **kwargs):
         return self._trace.record(t, node, event, self._r(rnd), *args, **kwargs)
@@ -42,7 +43,7 @@ class Cell:
         self.first, self.step = spec.first, spec.step
         self.hosts = list(spec.hosts)
         self.trace = (job.trace if (spec.first, spec.step) == (0, 1)
-                      else CellTrace(job.trace, spec.first, spec.step))
+                      else CellTrace(job.trace, self.table_round))
         self.host = HostCodes(self.hosts, job.lat, {h: job.nodes[h].info for h in self.hosts}, job.trace)
         n = len(self.host)
         self.round = 0                    # the store's round (a requeue starts again at 0)
@@ -78,6 +79,33 @@ class Cell:
 
     def round_of(self, name: str):
         return self.round if self.is_member[self.host.code[name]] else None
+
+    # --- what the job tells it -------------------------------------------------------------
+    def enter(self, name: str, t: float) -> None:
+        """`name`'s agent starts (again) and enters the rendezvous at t: its restarts from 0."""
+        self.restarts[self.host.code[name]] = 0
+        self.model.enter([name], [t])
+
+    def gone(self, name: str, t: float) -> bool:
+        """`name`'s agent is gone at t (the job drops it after its own records): whether it
+        was a member of the running round."""
+        self.model.gone(name, t)
+        return bool(self.is_member[self.host.code[name]])
+
+    def member_died(self, t: float, notice: float) -> None:
+        """A member died at t, its peers notice `notice` seconds later."""
+        if not self.members and self.model.probes_members:
+            return                    # nobody is left to end the round: a waiter's probe will
+        if t < self.t_ws:
+            # dead before its workers came up: the others' process-group init (a barrier of
+            # the members) waits for it in vain, as sim/pg_init.py has it per operation
+            self.leave(self.t_ws + self.job.sc.agent.collective_timeout, "peer_failed")
+        else:
+            self.leave(t + notice, "peer_failed")
+
+    def workers_failed(self, name: str, t: float) -> None:
+        if self.is_member[self.host.code[name]]:
+            self.leave(max(t, self.t_ws), "workers_failed")
 
     def reset(self) -> None:
         self.round = 0

@@ -20,10 +20,6 @@ first running moments.
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from ..sim.node import SimNode
 from ..sim.simulation import Simulation
 from ..trace import RunStats
@@ -58,15 +54,13 @@ class AggregateJob(Simulation):
         self.exited.discard(node.name)
         node.incarnation += 1
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
-        cell = self.cell_of[node.name]
-        cell.restarts[cell.host.code[node.name]] = 0
-        cell.model.enter([node.name], [self.env.now + self.sc.agent.process_start])
+        self.cell_of[node.name].enter(node.name, self.env.now + self.sc.agent.process_start)
 
     def stop(self, node: SimNode) -> None:
         if not node.alive:
             return
         cell = self.cell_of[node.name]
-        cell.model.gone(node.name, self.env.now)
+        cell.gone(node.name, self.env.now)
         self.trace.record(self.env.now, node.name, "agent_stopped", self.round_of(node.name))
         node.alive = False
         self.exited.discard(node.name)
@@ -76,27 +70,19 @@ class AggregateJob(Simulation):
         if not node.alive:
             return
         cell = self.cell_of[node.name]
-        cell.model.gone(node.name, self.env.now)
+        was_member = cell.gone(node.name, self.env.now)
         self.trace.record(self.env.now, node.name, "fault_crash", self.round_of(node.name),
                           detail={"cause": cause})
         node.alive = False
         self.exited.discard(node.name)
         self.scheduler.failed(node)
-        was_member = cell.is_member[cell.host.code[node.name]]
         cell.drop(node.name)
-        if not was_member or (not cell.members and cell.model.probes_members):
-            return                    # nobody is left to end the round: a waiter's probe will
-        if self.env.now < cell.t_ws:
-            # dead before its workers came up: the others' process-group init (a barrier of
-            # the members) waits for it in vain, as sim/pg_init.py has it per operation
-            cell.leave(cell.t_ws + self.sc.agent.collective_timeout, "peer_failed")
-        else:
-            cell.leave(self.env.now + self.notice_delay(cause, detection), "peer_failed")
+        if was_member:
+            cell.member_died(self.env.now, self.notice_delay(cause, detection))
 
     def fail_workers(self, node: SimNode) -> None:
-        cell = self.cell_of[node.name]
-        if node.alive and cell.is_member[cell.host.code[node.name]]:
-            cell.leave(max(self.env.now, cell.t_ws), "workers_failed")
+        if node.alive:
+            self.cell_of[node.name].workers_failed(node.name, self.env.now)
 
     def fresh_store(self) -> None:
         self.store.restart()
