@@ -59,10 +59,11 @@ def test_localsgd_survivors_sync_without_a_group_killed_mid_window(tmp_path):
     assert back[first]["heal"] and back[first]["healed"] and back[first]["step"] > 4
 
 
-def _outage(tmp_path, retries: float, timeout: float, back_after: float | None, settle: int | None):
+def _outage(tmp_path, retries: float, timeout: float, back_after: float | None, settle: int | None,
+            duration: float = 120.0):
     """Three groups; the Lighthouse's process is killed 0.5 s after every group committed 10
     steps (and started again `back_after` s later)."""
-    cfg = TorchftRun(groups=3, duration=120.0, step_time=0.2, state_mb=4.0, join_timeout=1.0,
+    cfg = TorchftRun(groups=3, duration=duration, step_time=0.2, state_mb=4.0, join_timeout=1.0,
                      heartbeat_timeout=1.0, quorum_retries=retries, quorum_timeout=timeout,
                      settle_steps=settle, workdir=tmp_path,
                      faults=[GroupFault(None, kill_at=0.5, restart_at=None if back_after is None
@@ -74,19 +75,34 @@ def _outage(tmp_path, retries: float, timeout: float, back_after: float | None, 
 def test_a_lighthouse_back_within_the_managers_retries_is_trained_through(tmp_path):
     """quorum_retries 3 over a 20 s quorum timeout: a retry every 5 s reaches the Lighthouse
     started again 1 s after it was killed (its process may take seconds to start on a busy
-    machine: the retries cover 15 s); every group's process lives on and commits again with
-    all three, under a new quorum id (the new Lighthouse's)."""
-    cfg, steps, _ = _outage(tmp_path, retries=3, timeout=20.0, back_after=1.0, settle=10)
+    machine: the retries cover 15 s). Every group's process lives on and trains on under the
+    new Lighthouse's quorum ids. torchft 0.2.0's fresh ids start again at 1, so what follows
+    has two outcomes (reports/validation/validate-quorum-lighthouse/runs.md), both asserted:
+    all three commit together again; or a group whose retry formed a quorum alone is left
+    out, and the others commit without it (that run never settles: 75 s bound it)."""
+    cfg, steps, _ = _outage(tmp_path, retries=3, timeout=20.0, back_after=1.0, settle=10,
+                            duration=75.0)
     killed = cfg.faults[0].killed
+    names = [f"g{g}" for g in range(3)]
+    before, after = {}, {}
     for g in range(3):
         mine = [r for r in steps if r["group"] == g]
         assert len({r["pid"] for r in mine}) == 1
-        before = [r for r in mine if r["t"] < killed and r["committed"]]
-        after = [r for r in mine if r["t0"] > killed and r["committed"]
-                 and r["replicas"] == ["g0", "g1", "g2"]]
-        assert after, mine
-        assert after[-1]["quorum_id"] != before[-1]["quorum_id"]
-        assert after[-1]["step"] > before[-1]["step"]
+        before[g] = [r for r in mine if r["t"] < killed and r["committed"]]
+        after[g] = [r for r in mine if r["t0"] > killed and r["committed"]]
+    together = [g for g in range(3) if any(r["replicas"] == names for r in after[g])]
+    if len(together) < 3:                      # the second outcome: one group left out
+        left_out = [g for g in range(3) if not any(len(r["replicas"]) > 1 for r in after[g])]
+        assert len(left_out) == 1, left_out
+        lone = names[left_out[0]]
+        alone = [r for r in steps if r["group"] == left_out[0] and r["t0"] > killed]
+        assert any(r["replicas"] == [lone] for r in alone), alone
+        for g in set(range(3)) - set(left_out):
+            assert after[g] and all(lone not in r["replicas"] for r in after[g]), after[g]
+    for g in range(3):
+        if len(after[g]) and any(len(r["replicas"]) > 1 for r in after[g]):
+            assert after[g][-1]["quorum_id"] != before[g][-1]["quorum_id"]
+            assert after[g][-1]["step"] > before[g][-1]["step"]
 
 
 def test_a_lighthouse_gone_past_the_retries_kills_every_groups_training_process(tmp_path):
