@@ -125,13 +125,22 @@ class Local:
 class FirstOf:
     """Wait for the first of several branches (Get/Wait on a second connection, Sleep, Local).
 
-    Returns (index, value) of the branch that finished first; the others are cancelled.
+    Returns (index, value) of the branch that finished first, or (name, value) where the
+    branches are named (`FirstOf(end=Get(...), timer=Sleep(5))`); the others are cancelled.
     A branch that fails (StoreTimeout, StoreError) finishes with the exception as its value.
     """
     branches: tuple[Any, ...]
+    names: tuple[str, ...]
 
-    def __init__(self, *branches):
-        object.__setattr__(self, "branches", tuple(branches))
+    def __init__(self, *branches, **named):
+        if branches and named:
+            raise TypeError("FirstOf takes its branches by position or by name, not both")
+        object.__setattr__(self, "branches", tuple(branches) or tuple(named.values()))
+        object.__setattr__(self, "names", tuple(named))
+
+    def result(self, index: int, value):
+        """What the protocol is given: the winner's name (or index) and its value."""
+        return (self.names[index] if self.names else index), value
 
 
 # --- the agent's workers -------------------------------------------------------------

@@ -235,7 +235,7 @@ class RealRuntime:
         if t is O.Work:
             return None                       # real CPU is spent for real
         if t is O.FirstOf:
-            return self.first_of(op)
+            return op.result(*self.first_of(op))
         if t is O.StartWorkers:
             self.signals.clear()
             self.in_round = True

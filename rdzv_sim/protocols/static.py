@@ -98,16 +98,17 @@ class StaticProtocol(Protocol):
         first (start anew); RendezvousClosed once the rendezvous is closed; RendezvousTimeout at
         the join deadline."""
         now = yield Now()
-        idx, value = yield FirstOf(watch_key(self._k(rnd, name)), watch_key(self._k(rnd, "end")),
-                                   Sleep(max(0.0, deadline - now)), watch_key(self.prefix + "closed"))
+        which, value = yield FirstOf(value=watch_key(self._k(rnd, name)), ended=watch_key(self._k(rnd, "end")),
+                                     timer=Sleep(max(0.0, deadline - now)),
+                                     closed=watch_key(self.prefix + "closed"))
         if isinstance(value, BaseException):
             raise value
-        if idx == 3:
+        if which == "closed":
             raise RendezvousClosed(f"the rendezvous {self.cfg.run_id!r} was closed while {node.name} waited")
-        if idx == 2:
+        if which == "timer":
             raise RendezvousTimeout(f"static rendezvous: not all {self.cfg.max_nodes} ranks arrived "
                                     f"in {self.cfg.join_timeout:g} s")
-        return value if idx == 0 else None
+        return value if which == "value" else None
 
     def watch(self, result: RoundResult, state=None, node=None):
         return [Watch(watch_key(self._k(result.round, "end")), "round_ended")]

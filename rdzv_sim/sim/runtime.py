@@ -81,7 +81,7 @@ class SimRuntime(FirstOfMixin):
                     if t in _STORE_OPS:
                         value = yield from self.store_call(node, op)
                     elif t is O.FirstOf:
-                        value = yield from self.first_of(node, op)
+                        value = op.result(*(yield from self.first_of(node, op)))
                     elif t is O.Now:
                         value = self.env.now
                     elif t is O.Emit:

@@ -62,7 +62,7 @@ def _store_lost(sc, v) -> bool:
 _QUORUM = ("store_failover's fence: a round needs more than half of the members of the last "
            "round that closed with ranks (by name where the store has it), so a job that loses half "
            "of a round's members for good never re-forms (it ends, and a requeue starts it afresh); "
-           "rdzv_sim/protocols/hrw.py, has_quorum")
+           "rdzv_sim/protocols/hrw/failover.py, has_quorum")
 
 _ORPHAN = ("store_failover: the successors come with a round's assignments, so a live host "
            "that was not in the last round (a waiter, one whose agent restarted) does not know "

@@ -86,6 +86,16 @@ def test_first_of_returns_first_and_cancels_rest():
     assert not sb.store.waiters
 
 
+def test_first_of_named_branches_give_the_winners_name():
+    def g():
+        first = yield FirstOf(key=Get("never"), timer=Sleep(3.0))
+        return first
+    assert one(g)[0] == ("timer", None)
+    assert FirstOf(Get("k"), Sleep(1.0)).result(1, None) == (1, None)      # near miss: by index
+    with pytest.raises(TypeError, match="by position or by name"):
+        FirstOf(Get("k"), timer=Sleep(1.0))
+
+
 def test_first_of_local_signal():
     sb = Sandbox(nodes=1)
     node = sb.nodes[0]

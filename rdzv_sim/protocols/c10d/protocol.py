@@ -204,7 +204,7 @@ class C10dProtocol(Protocol):
                     wake.append(now + (max(last, beats.get(n) or last) + expiry - wall) + 1e-6)
         until = max(min(wake), now)
         yield BackgroundLoad(1.0 / SYNC_DELAY, len(h.token or ""))
-        idx, _ = yield FirstOf(Changed(self.key, h.token, timeout=math.inf), Sleep(until - now))
+        yield FirstOf(changed=Changed(self.key, h.token, timeout=math.inf), timer=Sleep(until - now))
         yield BackgroundLoad(0.0)
         t = yield Now()
         # the real loop reads once a second after its last read: wake on that tick

@@ -37,7 +37,7 @@ def confirming(timeouts: int):
         if type(op) is O.Add:
             return 2                                   # not the last to ack
         if type(op) is O.FirstOf:
-            return (1, None)                           # the confirm window passed
+            return op.result(1, None)                  # the confirm window passed (the timer)
         if type(op) is O.CompareSet:
             if left[0]:
                 left[0] -= 1

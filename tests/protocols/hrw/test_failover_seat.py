@@ -1,4 +1,4 @@
-"""hrw store_failover's seating (`_seat`): with more joiners than seats, who is seated first."""
+"""hrw store_failover's seating (`StoreFailover.seat`): with more joiners than seats, who is seated first."""
 from rdzv_sim.protocols.base import NodeInfo
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 
@@ -15,7 +15,7 @@ def joiners(*lasts):
 
 
 def seated(infos, last=None, max_nodes=3):
-    return [infos[i].name for i in protocol(max_nodes)._seat(infos, last)]
+    return [infos[i].name for i in protocol(max_nodes).failover.seat(infos, last)]
 
 
 def test_the_last_rounds_members_are_seated_before_earlier_joiners():
@@ -30,7 +30,7 @@ def test_the_rest_are_seated_in_slot_order():
 
 def test_seats_come_back_in_slot_order():
     infos = joiners(4, -1, 4, -1, 4)
-    assert list(protocol()._seat(infos, {"h4", "h2", "h0"})) == [1, 3, 5]
+    assert list(protocol().failover.seat(infos, {"h4", "h2", "h0"})) == [1, 3, 5]
 
 
 def test_a_fresh_store_seats_those_who_remember_the_latest_round():

@@ -1,91 +1,28 @@
-"""The project's scalable elastic rendezvous: per-node keys, one CAS to close, HRW ranks.
-
-Keys under P = rdzv/{run_id}/, R the round (see DESIGN.md):
-  P/round         current round, created by compare_set("", "0"), bumped by CAS R -> R+1
-  P/rR/seq        join order (atomic add);    P/rR/n{i}   slot i's descriptor (JSON)
-  P/rR/closed     "<closer>:<count>", set once by CAS; P/rR/a{i} slot i's assignment (JSON)
-  P/rR/ack        confirmations (add);        P/rR/ready  set by the last to confirm
-  P/rR/waiting    late joiners (add);         P/rR/end    why the round ended
-  P/order         the last published rank order (JSON names; rank_order=stable only)
-  P/members       the last round closed with ranks (JSON names; store_failover only: the fence)
-Every node does O(1) store operations a round; only the closer does O(N).
-"""
+"""hrw, the protocol: joining, closing, confirming, and a running round (the store layout is
+`keys.py`, store failover `failover.py`)."""
 from __future__ import annotations
 
 import json
 from functools import cached_property
-from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat
+from hrw import KeyRanking
 
-from hrw import KeyRanking, Placement
-
-from ..ops import (Add, Check, CompareSet, Delete, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set,
-                   Sleep, StoreAddress, StoreTimeout)
-from . import ranking
-from .base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
-                   RoundResult, Watch, closed_count, decode_object, digest, watch_key)
-from .ranking import RankOrder
-from .registry import register_protocol
-from .settings import ProtocolSettings
+from ...ops import Add, Check, CompareSet, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set, Sleep, StoreTimeout
+from .. import ranking
+from ..base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
+                    RoundResult, Watch, closed_count, decode_object, digest, watch_key)
+from ..registry import register_protocol
+from .failover import OneStore, StoreFailover
+from .keys import RoundKeys
+from .settings import HrwSettings
 
 
-class HrwSettings(ProtocolSettings):
-    """Settings of the `hrw` protocol (seconds)."""
-    name: Literal["hrw"] = "hrw"
-    last_call_timeout: NonNegativeFloat = Field(1.0, description="after min_nodes join, wait this long for more")
-    confirm_timeout: PositiveFloat = Field(30.0, description="members must all confirm within this")
-    close_grace: NonNegativeFloat = Field(2.0, description="a stand-in closes if the designated closer is silent this long")
-    hole_grace: NonNegativeFloat = Field(1.0, description="how long the closer waits for a slot's descriptor")
-    probe_interval: PositiveFloat = Field(30.0, description="a waiter checks a running round's members this often")
-    probe_timeout: PositiveFloat = Field(15.0, description="a member that has not answered by then is gone, and the "
-                                         "round ends (> worker start)")
-    rank_order: RankOrder = Field("hrw", description="ranks by HRW score, by topology key, or kept across rounds (stable)")
-    store_failover: bool = Field(False, description="a lost TCPStore is replaced by one on a member elected by HRW; "
-                                 "every round then needs a majority of the last one")
-    failover_timeout: PositiveFloat = Field(10.0, description="how long a failover waits for its successor's store")
-    close_on_shutdown: bool = Field(True, description="an agent that exits (out of restarts, timed out, done) "
-                                    "closes the rendezvous for every agent, as torch's handlers do; false: "
-                                    "the others re-form without it")
-
-    def round_time(self) -> float:
-        failover = SUCCESSORS * self.failover_timeout if self.store_failover else 0.0
-        return (self.last_call_timeout + self.close_grace + self.hole_grace + self.confirm_timeout
-                + self.probe_interval + self.probe_timeout + failover)
-
-    def close_due(self, joins: list[float]) -> float | None:
-        """The max_nodes-th joiner closes at once; else the min_nodes-th after last call."""
-        if len(joins) >= self.max_nodes:
-            return joins[self.max_nodes - 1]
-        return joins[self.min_nodes - 1] + self.last_call_timeout if len(joins) >= self.min_nodes else None
-
-
-SUCCESSORS = 3          # failover candidates in every assignment
-_UNREAD = object()      # the last round's members, not read from the store yet
-
-
-def has_quorum(infos) -> bool:
-    """A store failover's fence, from the joiners' memory: more than half of the members of
-    the latest round any joiner was assigned in joined. Every round that closes with ranks holds
-    a majority of the one before, so two sides of a cut (the old store's, the successor's)
-    cannot both have one: at most one forms the next round. Joiners that remember no round (new
-    agents) do not count."""
-    last = max((i.last for i in infos), default=-1)
-    if last < 0:
-        return True
-    n = max(i.last_n for i in infos if i.last == last)
-    return 2 * sum(1 for i in infos if i.last == last) > n
-
-
-class HrwProtocol(Protocol):
+class HrwProtocol(RoundKeys, Protocol):
     name = "hrw"
     deterministic = True
     fidelities = ("per_operation", "aggregate")
     first_round = 0          # rounds are first_round, + round_step, ...: a replica group of the
     round_step = 1           # `quorum` protocol numbers its rounds apart from the other groups'
-
-    def _k(self, rnd: int, name: str) -> str:
-        return f"{self.prefix}r{rnd}/{name}"
 
     # --- joining ---------------------------------------------------------------------
     def rendezvous(self, node: NodeInfo):
@@ -94,8 +31,7 @@ class HrwProtocol(Protocol):
             raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} is closed")
         deadline = (yield Now()) + cfg.join_timeout
         while True:
-            # a failover's fresh store goes on from the round after the members' last one
-            first = node.last + 1 if self.fails_over and node.last >= 0 else self.first_round
+            first = self.failover.first_round(node, self.first_round)
             rnd = int((yield CompareSet(self.prefix + "round", "", str(first))))
             while rnd < first:                  # a store left behind (a failover's earlier one)
                 rnd = int((yield CompareSet(self.prefix + "round", str(rnd), str(first))))
@@ -156,13 +92,14 @@ class HrwProtocol(Protocol):
             now = yield Now()
             if now >= deadline:
                 return False
-            idx, value = yield FirstOf(watch_key(self._k(rnd, "end")), watch_key(self.prefix + "closed"),
-                                       Sleep(min(cfg.probe_interval, deadline - now)))
+            which, value = yield FirstOf(ended=watch_key(self._k(rnd, "end")),
+                                         closed=watch_key(self.prefix + "closed"),
+                                         probe=Sleep(min(cfg.probe_interval, deadline - now)))
             if isinstance(value, BaseException):
                 raise value
-            if idx == 1:
+            if which == "closed":
                 raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} was closed while {node.name} waited")
-            if idx == 0:
+            if which == "ended":
                 return True
             if not (yield Check((self._k(rnd, "ready"),))):
                 if (yield Now()) - began < cfg.confirm_timeout + cfg.close_grace + cfg.hole_grace:
@@ -180,10 +117,10 @@ class HrwProtocol(Protocol):
 
     def _first(self, op, timeout: float):
         """The op's result, or None if `timeout` passes first."""
-        idx, value = yield FirstOf(op, Sleep(max(0.0, timeout)))
+        which, value = yield FirstOf(done=op, timer=Sleep(max(0.0, timeout)))
         if isinstance(value, BaseException):
             raise value
-        return value if idx == 0 else None
+        return value if which == "done" else None
 
     def _await_closure(self, rnd: int, slot: int, node: NodeInfo, deadline: float):
         """Wait until round `rnd` is closed (closing it when this node should); return its count,
@@ -192,8 +129,8 @@ class HrwProtocol(Protocol):
         a waiter ends the round as stale: then join the next one, not wait out the deadline)."""
         cfg = self.cfg
         closed = self._k(rnd, "closed")
-        if slot > cfg.max_nodes and not self.fails_over:
-            return cfg.max_nodes                # late (with the fence, the closer seats: `_seat`)
+        if slot > cfg.max_nodes and not self.failover.seats_every_joiner:
+            return cfg.max_nodes                # late (with the fence, the closer seats)
         if slot == cfg.max_nodes:
             yield from self._close(rnd, node)
         elif slot == cfg.min_nodes:
@@ -220,38 +157,31 @@ class HrwProtocol(Protocol):
 
     def _await_min(self, rnd: int, node: NodeInfo, deadline: float):
         """Sleep until the min_nodes-th joiner of round `rnd` arrives (no polling): 0, or -1 if
-        the round was ended first. A member that failed over and waits below min_nodes on a
-        store where no round has closed with ranks (no `members` key: a failover's fresh store)
-        gives up after `failover_timeout`, ending the round as `no_quorum`: nobody else came,
-        so the majority is elsewhere, and the fence's `no_quorum` sends it on through the
-        cycle, back home at its end. Otherwise a member cut off alone would serve a store of
-        its own and wait there for good (no round closes, so no fence fires)."""
+        the round was ended first. A member that failed over asks, after `failover_timeout`,
+        whether it is alone there (`StoreFailover.alone`): no round closes on such a store, so
+        no fence would ever fire."""
         cfg = self.cfg
-        away = self.fails_over and node.last >= 0
+        limit = self.failover.alone_limit(node)
         while True:
             wait = max(0.0, deadline - (yield Now()))
-            capped = away and wait > cfg.failover_timeout
-            idx, value = yield FirstOf(watch_key(self._k(rnd, "closed")),
-                                       watch_key(self._k(rnd, f"n{cfg.min_nodes}")),
-                                       watch_key(self.prefix + "closed"), watch_key(self._k(rnd, "end")),
-                                       Sleep(cfg.failover_timeout if capped else wait))
+            capped = limit is not None and wait > limit
+            which, value = yield FirstOf(round_closed=watch_key(self._k(rnd, "closed")),
+                                         min_joined=watch_key(self._k(rnd, f"n{cfg.min_nodes}")),
+                                         closed=watch_key(self.prefix + "closed"),
+                                         ended=watch_key(self._k(rnd, "end")),
+                                         timer=Sleep(limit if capped else wait))
             if isinstance(value, BaseException):
                 raise value
-            if idx == 2:
+            if which == "closed":
                 raise RendezvousClosed(f"the rendezvous {cfg.run_id!r} was closed while {node.name} waited")
-            if idx == 3:
+            if which == "ended":
                 return -1
-            if idx < 4:
+            if which != "timer":
                 return 0
             if not capped:
                 raise RendezvousTimeout(f"fewer than min_nodes={cfg.min_nodes} joined in time")
-            if not (yield Check((self.prefix + "members",))):
-                joined = yield Add(self._k(rnd, "seq"), 0)
-                yield Emit("no_quorum", round=rnd, detail={"members": joined})
-                yield from self.end_round_at(rnd, "no_quorum")
-                raise RendezvousFailed(f"round {rnd}: nobody else failed over to this store",
-                                       why="no_quorum")
-            away = False                        # home: wait out the join timeout as before
+            yield from self.failover.alone(rnd)
+            limit = None                        # home: wait out the join timeout as before
 
     def _owed_arrived(self, rnd: int):
         """Whether to close now. A round that follows one ended for late joiners owes them a
@@ -272,18 +202,19 @@ class HrwProtocol(Protocol):
             return True
         if (yield Add(self._k(rnd, "seq"), 0)) >= owed:
             return True
-        idx, value = yield FirstOf(watch_key(self._k(rnd, "closed")), watch_key(self._k(rnd, f"n{owed}")),
-                                   Sleep(cfg.hole_grace - cfg.last_call_timeout))
+        which, value = yield FirstOf(round_closed=watch_key(self._k(rnd, "closed")),
+                                     owed_joined=watch_key(self._k(rnd, f"n{owed}")),
+                                     timer=Sleep(cfg.hole_grace - cfg.last_call_timeout))
         if isinstance(value, BaseException):
             raise value
-        return idx != 0
+        return which != "round_closed"
 
     # --- closing ---------------------------------------------------------------------
     def _close(self, rnd: int, node: NodeInfo):
         cfg = self.cfg
         count = yield Add(self._k(rnd, "seq"), 0)
-        if not self.fails_over:                 # the first max_nodes joiners; with the fence,
-            count = min(count, cfg.max_nodes)   # every joiner so far, and `_seat` picks
+        if not self.failover.seats_every_joiner:      # else every joiner so far, and the
+            count = min(count, cfg.max_nodes)           # failover part seats them
         token = f"{node.name}:{count}"
         if (yield CompareSet(self._k(rnd, "closed"), "", token)) != token:
             return                                         # someone else closed it
@@ -306,20 +237,9 @@ class HrwProtocol(Protocol):
                 continue
             newest[info.name] = (i, info)
         infos = dict(sorted(newest.values(), key=lambda x: x[0]))
-        last = _UNREAD
-        if len(infos) > cfg.max_nodes:          # only with the fence: count is every joiner
-            last = yield from self._last_members(rnd)
-            infos = self._seat(infos, last)
+        infos, failed = yield from self.failover.admit(rnd, infos)
         names = [info.name for info in infos.values()]
         out = []
-        failed = "too_few_members" if len(infos) < cfg.min_nodes else None
-        if failed is None and self.fails_over:
-            if last is _UNREAD:
-                last = yield from self._last_members(rnd)
-            if not self._quorate(infos.values(), last):
-                failed = "no_quorum"
-        if failed == "no_quorum":
-            yield Emit("no_quorum", round=rnd, detail={"members": len(infos)})
         if failed:
             out = [(self._k(rnd, f"a{i}"), json.dumps({"failed": failed}))
                    for i in range(1, count + 1)]
@@ -329,12 +249,11 @@ class HrwProtocol(Protocol):
             order = self.ranks(list(infos.values()), previous)
             if self.publishes_order:
                 out.append((self.prefix + "order", ranking.encode_order(order)))
-            if self.fails_over:                 # the next round's fence
-                out.append((self.prefix + "members", ranking.encode_order(sorted(names))))
+            out += self.failover.published(names)
             world = sum(info.nproc for info in infos.values())
             master = by_name[order[0]][1]
             dg, first = digest(names), 0
-            succ = (yield from self._successors(infos.values())) if self.fails_over else ()
+            succ = yield from self.failover.successors(infos.values())
             assigned = set()
             for rank, name in enumerate(order):
                 i, info = by_name[name]
@@ -348,48 +267,6 @@ class HrwProtocol(Protocol):
             yield Emit("round_closed", round=rnd, world_size=world,
                        detail={"members": sorted(names), "count": seats, "holes": seats - len(order)})
         yield MultiSet(tuple(out))
-
-    def _last_members(self, rnd: int):
-        """The members of the last round that closed with ranks on this store (`P/members`,
-        by name: a restarted host counts), or None where it has none (a failover's fresh
-        store) or they are unreadable."""
-        key = self.prefix + "members"
-        if (yield Check((key,))):
-            try:
-                return set(ranking.decode_order((yield Get(key)), 1 << 20))
-            except BadValue as e:
-                yield Emit("bad_value", round=rnd, detail={"key": "members", "reason": str(e)})
-        return None
-
-    def _seat(self, infos: dict, last: set | None) -> dict:
-        """More joiners than seats, with the fence: the last round's members first (`last`, or
-        on a fresh store the joiners that remember the latest round), then the others, each in
-        slot order. Seating the first max_nodes joiners let newcomers (waiters, spares) crowd
-        those members out of every round, which then failed the fence: a job that never
-        re-formed, with no fault at all."""
-        if last is None:
-            r = max(i.last for i in infos.values())
-            last = {i.name for i in infos.values() if r >= 0 and i.last == r}
-        first = sorted(infos, key=lambda i: (infos[i].name not in last, i))[:self.cfg.max_nodes]
-        return {i: infos[i] for i in sorted(first)}
-
-    @staticmethod
-    def _quorate(infos, last: set | None) -> bool:
-        """The fence: more than half of the members of the last round that closed with ranks
-        joined this one; by name where this store has that round (`last`), else by what the
-        joiners remember (a failover's fresh store)."""
-        if last is not None:
-            return 2 * len(last & {i.name for i in infos}) > len(last)
-        return has_quorum(infos)
-
-    def _successors(self, infos):
-        """Who hosts the store after a failover, in turn: the members in HRW order for the run's
-        store, but those on the store's own address (it may be the one that died), each on the
-        store's port."""
-        addr, port = yield StoreAddress()
-        by_name = {i.name: i for i in infos if i.addr != addr}
-        order = Placement(list(by_name), seed=0).rank_order(f"{self.cfg.run_id}/store") if by_name else []
-        return tuple((n, by_name[n].addr, port) for n in order[:SUCCESSORS])
 
     def _published_order(self, rnd: int):
         """The rank order the last closer published, or None (none yet, or unreadable)."""
@@ -460,6 +337,11 @@ class HrwProtocol(Protocol):
     def fails_over(self) -> bool:
         return self.cfg.store_failover
 
+    @cached_property
+    def failover(self) -> OneStore:
+        """The store failover part: `StoreFailover` with `store_failover`, else `OneStore`."""
+        return (StoreFailover if self.fails_over else OneStore)(self)
+
     @property
     def publishes_order(self) -> bool:
         """Whether the closer reads and publishes the rank order (rank_order=stable)."""
@@ -478,42 +360,6 @@ class HrwProtocol(Protocol):
     def _run_ranking(self) -> KeyRanking:
         return KeyRanking(self.cfg.run_id, seed=0)
 
-    # a round's keys: a slot per joiner (n<i>), an assignment per member (a<i>), three per
-    # probe, and these, `closed` last; round_keys and round_key_count both read this layout
-    PROBE_KEYS = ("probe{k}", "probe{k}/acks", "probe{k}/ack")
-    ROUND_KEYS = ("seq", "ack", "ready", "waiting", "end", "probes", "closed")
-
-    def round_keys(self, rnd: int, joined: int, count: int, probes: int) -> list[str]:
-        """Every key round `rnd` wrote, given its joiners, members and probes; `closed` last."""
-        keys = [self._k(rnd, f"n{i}") for i in range(1, joined + 1)]
-        keys += [self._k(rnd, f"a{i}") for i in range(1, count + 1)]
-        for k in range(1, probes + 1):
-            keys += [self._k(rnd, p.format(k=k)) for p in self.PROBE_KEYS]
-        return keys + [self._k(rnd, name) for name in self.ROUND_KEYS]
-
-    def round_key_count(self, joined: int, count: int, probes: int) -> int:
-        """len(round_keys(...)), without writing them (the aggregate model counts deletes)."""
-        return joined + count + len(self.PROBE_KEYS) * probes + len(self.ROUND_KEYS)
-
-    def clean_up(self, result: RoundResult):
-        """Rank 0 deletes round r-2's keys once round r runs: nobody reads them (r-2 ended
-        before r-1 began; a node that wakes up watching one times out, probes and rejoins).
-        TCPStore has no prefix delete: about 2N deletes, by one node, while its workers run."""
-        r = result.round - 2 * self.round_step
-        if result.rank != 0 or r < 0:
-            return
-        closed = self._k(r, "closed")
-        if not (yield Check((closed,))):
-            return                                          # never closed, or cleaned already
-        try:
-            count = closed_count((yield Get(closed)))
-        except BadValue:
-            return                                          # not ours to clean: leave it
-        joined = yield Add(self._k(r, "seq"), 0)
-        probes = yield Add(self._k(r, "probes"), 0)
-        for key in self.round_keys(r, joined, count, probes):   # `closed` last: while it stands,
-            yield Delete(key)                                    # the round is not cleaned
-
     def end_round(self, result: RoundResult, reason: str, node=None):
         yield from self.end_round_at(result.round, reason)
 
@@ -527,11 +373,6 @@ class HrwProtocol(Protocol):
         """Use a preemption's notice: end the round, so the others re-form without us now
         instead of when their collectives fail."""
         yield from self.end_round_at(result.round, "preempted")
-
-    def end_round_at(self, rnd: int, reason: str):
-        """Bump first, then say why: whoever sees `end` finds the round already moved on."""
-        yield CompareSet(self.prefix + "round", str(rnd), str(rnd + self.round_step))
-        yield Set(self._k(rnd, "end"), reason)
 
 
 register_protocol("hrw", HrwProtocol, HrwSettings)
