@@ -108,7 +108,28 @@ OWN: dict[str, tuple[str, ...]] = {}      # events a protocol of its own registe
 
 
 class UnknownEvent(ValueError):
-    """An event name that `rdzv_sim.events.Event` does not list and no protocol registered."""
+    """An event name that `rdzv_sim.events.Event` does not list and no protocol registered, or
+    a detail field its line in `DETAIL` does not name."""
+
+
+_FIELDS = {e.value: frozenset(f) for e, f in DETAIL.items()}
+_NONE: frozenset = frozenset()
+
+
+def fields(name: str) -> frozenset:
+    """The detail fields event `name` may carry."""
+    return _FIELDS.get(name) or (frozenset(OWN[name]) if name in OWN else _NONE)
+
+
+def check_detail(name: str, detail: dict) -> None:
+    """Refuse a detail field that event `name` does not carry (a misspelt one would become a
+    column nobody reads)."""
+    allowed = fields(name)
+    if not detail.keys() <= allowed:
+        extra = sorted(set(detail) - allowed)
+        raise UnknownEvent(f"event {name!r} carries no detail {', '.join(map(repr, extra))}: its fields are "
+                           f"{sorted(allowed) or 'none'} (rdzv_sim/events.py, DETAIL; or "
+                           "register_event for a protocol's own)")
 
 
 def register_event(name: str, fields: tuple[str, ...] = ()) -> None:

@@ -60,8 +60,9 @@ def terminated(rt, out) -> None:
     if rt.in_round:
         rt.signals.signal("terminated")
         return
+    from rdzv_sim.events import Event
     from rdzv_sim.ops import Emit
-    rt.emit(rt.now(), Emit("agent_exit", detail={"reason": "terminated"}))
+    rt.emit(rt.now(), Emit(Event.AGENT_EXIT, detail={"reason": "terminated"}))
     out.close()
     os._exit(0)
 

@@ -39,6 +39,7 @@ from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
                                                       RendezvousTimeoutError)
 
 from rdzv_sim import ops as O
+from rdzv_sim.events import Event
 from rdzv_sim.protocols.agent import (STORE_LOSS, AgentSettings, Exit, Memory, rendezvous_with_retry,
                                       watch_round)
 from rdzv_sim.protocols.base import NodeInfo
@@ -213,7 +214,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
         if isinstance(result, Exit):
             log.warning("The node '%s' gives up the %s rendezvous '%s': %s %s", self.name,
                         self.proto, self.run_id, result.reason, result.why)
-            self._emit(time.monotonic() - self._t0, O.Emit("agent_exit", detail={"reason": result.reason}))
+            self._emit(time.monotonic() - self._t0, O.Emit(Event.AGENT_EXIT, detail={"reason": result.reason}))
             if result.reason == "rendezvous_closed":
                 raise RendezvousClosedError(result.why)
             if result.reason == "store_lost":
@@ -321,7 +322,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
             else:                           # the round ended (another member left it): rejoin
                 self._waiting = max(1, self._waiting)
             self._emit(time.monotonic() - self._t0,
-                       O.Emit("reform_due", round=result.round, detail={"reason": reason, "waiting": self._waiting}))
+                       O.Emit(Event.REFORM_DUE, round=result.round, detail={"reason": reason, "waiting": self._waiting}))
 
 
 def create_handler(params: RendezvousParameters) -> ProtocolRendezvousHandler:

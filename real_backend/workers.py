@@ -7,6 +7,7 @@ import threading
 import time
 from datetime import timedelta
 
+from rdzv_sim.events import Event
 from rdzv_sim.ops import Emit
 
 
@@ -52,12 +53,12 @@ class GlooWorkers:
             if self.backend == "nccl":
                 torch.cuda.synchronize()
             done = time.monotonic()
-            rt.emit(rt.now(), Emit("pg_ready", round=op.round, rank=op.rank, world_size=op.members,
+            rt.emit(rt.now(), Emit(Event.PG_READY, round=op.round, rank=op.rank, world_size=op.members,
                                    detail={"backend": self.backend, "init_s": t1 - t0,
                                            "allreduce_s": done - t1,
                                            "allreduce_ok": float(x.item()) == op.members}))
         except Exception as e:  # noqa: BLE001 - a member never came: the init fails
-            rt.emit(rt.now(), Emit("pg_failed", round=op.round, detail={"error": str(e)[:200]}))
+            rt.emit(rt.now(), Emit(Event.PG_FAILED, round=op.round, detail={"error": str(e)[:200]}))
             rt.signals.signal("peer_failed")
             return
         self._thread = threading.Thread(target=self._train, args=(rt, self.pg, self._stop), daemon=True)

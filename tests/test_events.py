@@ -77,3 +77,27 @@ def test_details_follow_their_rows_into_time_order():
     assert ev["detail"].tolist() == ['', '{"slot":2}', '{"why":"start"}', '{"reason":"peer_failed"}',
                                      '{"slot":3}', '{"reason":"peer_failed"}', '{"reason":"peer_failed"}',
                                      '{"slot":1}', '']
+
+
+def test_the_trace_refuses_a_detail_its_event_does_not_carry():
+    tr = Tracer()
+    tr.record(0.0, "n0", Event.JOIN, detail={"slot": 1})                   # its field
+    with pytest.raises(UnknownEvent, match=r"'join' carries no detail 'slots'.*\['slot'\]"):
+        tr.record(0.1, "n0", Event.JOIN, detail={"slots": 1})
+    with pytest.raises(UnknownEvent, match="carries no detail 'why'"):
+        tr.record(0.2, "n0", Event.ROUND_STALE, detail={"why": "x"})       # it carries none
+    with pytest.raises(UnknownEvent, match="carries no detail 'slots'"):
+        tr.record_many(0.3, ["n0", "n1"], Event.JOIN, fields={"slots": [1, 2]})
+    tr.record_many(0.3, ["n0", "n1"], Event.JOIN, fields={"slot": [1, 2]})
+    assert list(events_table(tr, "x", 0)["event"]) == ["join", "join", "join"]
+
+
+def test_protocols_and_runtimes_emit_events_by_type():
+    """`Emit(Event.JOIN, ...)`, never `Emit("join", ...)`: a name is checked where it is written."""
+    found = []
+    for p in [*(ROOT / "rdzv_sim").rglob("*.py"), *(ROOT / "real_backend").rglob("*.py")]:
+        for node in ast.walk(ast.parse(p.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Emit" and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                found.append(f"{p.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found

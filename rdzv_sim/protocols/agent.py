@@ -12,6 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
+from ..events import Event
 from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreAddress,
                    StoreError, StoreTimeout, UseStore)
 from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
@@ -63,7 +64,7 @@ def _exit(reason: str, event: str | None = None, why: str = ""):
     """Say why the agent stops (an event, then agent_exit); returns the reason."""
     if event:
         yield Emit(event, detail={"reason": why})
-    yield Emit("agent_exit", detail={"reason": reason})
+    yield Emit(Event.AGENT_EXIT, detail={"reason": reason})
     return reason
 
 
@@ -88,7 +89,7 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
     fenced_since = None
     while True:
         t_join = yield Now()
-        yield Emit("rendezvous_start", detail={"restarts": restarts})
+        yield Emit(Event.RENDEZVOUS_START, detail={"restarts": restarts})
         try:
             result = yield from protocol.rendezvous(remembering(node, last))
         except RendezvousFailed as e:
@@ -97,7 +98,7 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
             fenced = fenced + 1 if e.why == "no_quorum" else 0
             if fenced == 1:
                 fenced_since = t_join
-            yield Emit("rendezvous_failed", detail={"reason": str(e)})
+            yield Emit(Event.RENDEZVOUS_FAILED, detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
                 return Exit("too_many_failed_rounds", last=last)
             if (fenced >= FENCED_ROUNDS and protocol.fails_over and last is not None
@@ -112,7 +113,7 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
             return Exit("rendezvous_timeout", "rendezvous_timeout", str(e), last)
         except StoreTimeout as e:
             attempts += 1
-            yield Emit("store_timeout", detail={"reason": str(e)})
+            yield Emit(Event.STORE_TIMEOUT, detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts or (protocol.fails_over and last is not None):
                 return Exit("store_timeout", last=last)   # (a member that can fail over does)
             yield Sleep(cfg.retry_backoff)
@@ -120,7 +121,7 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
         except StoreError as e:
             return Exit("store_lost", "store_lost", str(e), last)
         t_rank = yield Now()
-        yield Emit("rank_assigned", round=result.round, rank=result.rank,
+        yield Emit(Event.RANK_ASSIGNED, round=result.round, rank=result.rank,
                    world_size=result.world_size,
                    detail={"nnodes": result.nnodes, "first_rank": result.first_rank,
                            "master": result.master, "digest": result.digest,
@@ -151,13 +152,13 @@ def fail_over(protocol: Protocol, node: NodeInfo, last: RoundResult | None, trie
     timeout = protocol.cfg.failover_timeout
     for k in range(tried + 1, tried + 1 + len(cycle)):
         name, addr, port = cycle[(k - 1) % len(cycle)]
-        yield Emit("store_failover", round=last.round,
+        yield Emit(Event.STORE_FAILOVER, round=last.round,
                    detail={"epoch": k, "store": name or f"{addr}:{port}", "serve": name == node.name})
         try:
             yield UseStore(addr, port, serve=name == node.name, timeout=timeout)
             return k
         except (StoreError, StoreTimeout) as e:
-            yield Emit("store_failover_failed", round=last.round, detail={"epoch": k, "reason": str(e)})
+            yield Emit(Event.STORE_FAILOVER_FAILED, round=last.round, detail={"epoch": k, "reason": str(e)})
     return None
 
 
@@ -198,7 +199,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
         memory.assigned(result, (yield StoreAddress()) if protocol.fails_over else None)
         yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
         t_start = yield Now()
-        yield Emit("workers_started", round=result.round, rank=result.rank,
+        yield Emit(Event.WORKERS_STARTED, round=result.round, rank=result.rank,
                    world_size=result.world_size)
         try:
             yield from protocol.clean_up(result)
@@ -211,12 +212,12 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
                 break
             # the store is lost under a running round: move to the successor's and train on
             # (torchrun's workers do not need it); the next rendezvous is there
-            yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
+            yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
             if not (yield from memory.move(protocol, node)):
                 break
         if reason in (TERMINATED, AGENT_FAILED):   # stop the workers, leave the round, exit
             yield StopWorkers(reason)
-            yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
+            yield Emit(Event.ROUND_LEFT, round=result.round, rank=result.rank, detail={"reason": reason})
             if reason == AGENT_FAILED:               # an error: torch's launcher shuts down
                 return (yield from _shut_down(protocol, node, AGENT_FAILED))
             try:                                     # a signal: the protocol may use the notice
@@ -227,13 +228,13 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
             if not protocol.fails_over:
-                yield Emit("store_lost", round=result.round, detail={"reason": str(value)})
+                yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
             return (yield from _shut_down(protocol, node, "store_lost"))
         if reason == "nodes_waiting":           # restart at the next monitor tick (a safe point)
             now = yield Now()
             yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
         yield StopWorkers(reason)
-        yield Emit("round_left", round=result.round, rank=result.rank, detail={"reason": reason})
+        yield Emit(Event.ROUND_LEFT, round=result.round, rank=result.rank, detail={"reason": reason})
         if uses_a_restart(reason):
             restarts += 1
         why = "agent_failed" if out_of_restarts(restarts, cfg) else reason
@@ -244,7 +245,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
                 break
             except (StoreError, StoreTimeout) as e:
                 lost = isinstance(e, StoreError)
-                yield Emit("store_lost" if lost else "store_timeout", detail={"reason": str(e)})
+                yield Emit(Event.STORE_LOST if lost else "store_timeout", detail={"reason": str(e)})
                 if why != "agent_failed" and protocol.fails_over and (yield from memory.move(protocol, node)):
                     break
                 if lost:

@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from ..events import Event
 from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep
 from .base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed,
                    RendezvousTimeout, RoundResult, Watch, digest, watch_key)
@@ -61,9 +62,9 @@ class StaticProtocol(Protocol):
                 break
             # this host was in round `rnd` before it restarted: that world is gone, start anew
             yield from self.end_round(RoundResult(rnd, node.index, n, 0, 0, "", ""), "member_restarted")
-        yield Emit("join", round=rnd, detail={"slot": node.index + 1})
+        yield Emit(Event.JOIN, round=rnd, detail={"slot": node.index + 1})
         yield Set(self._k(rnd, f"rank{node.index}"), node.encode())
-        yield Emit("confirmed", round=rnd, rank=node.index)
+        yield Emit(Event.CONFIRMED, round=rnd, rank=node.index)
         # the barrier is a counter (TCPStore's wait_for_workers counts its clients): the n-th
         # arrival opens it; each node does O(1) store work, rank 0 alone reads all n keys
         if (yield Add(self._k(rnd, "count"), 1)) == n:
@@ -80,8 +81,8 @@ class StaticProtocol(Protocol):
                 try:
                     infos.append(NodeInfo.decode(t))
                 except BadValue as e:                   # the trace only: ranks are indexes
-                    yield Emit("bad_value", round=rnd, detail={"key": f"rank{i}", "reason": str(e)})
-            yield Emit("round_closed", round=rnd, world_size=world,
+                    yield Emit(Event.BAD_VALUE, round=rnd, detail={"key": f"rank{i}", "reason": str(e)})
+            yield Emit(Event.ROUND_CLOSED, round=rnd, world_size=world,
                        detail={"members": sorted(i.name for i in infos), "count": n, "holes": 0})
             return RoundResult(rnd, 0, n, world, 0, node.addr, dg)
         # rank 0's key is there (it set it before counting itself in, on one connection), even
@@ -89,7 +90,7 @@ class StaticProtocol(Protocol):
         try:
             master = NodeInfo.decode((yield MultiGet((self._k(rnd, "rank0"),)))[0]).addr
         except BadValue as e:
-            yield Emit("bad_value", round=rnd, detail={"key": "rank0", "reason": str(e)})
+            yield Emit(Event.BAD_VALUE, round=rnd, detail={"key": "rank0", "reason": str(e)})
             raise RendezvousFailed(f"static round {rnd}: rank 0's descriptor is unreadable") from None
         return RoundResult(rnd, node.index, n, world, first, master, dg)
 

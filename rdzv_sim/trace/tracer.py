@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..events import check
+from ..events import check, check_detail, fields
 from .columns import NA, labels_of, nullable_int32
 from .details import RANK_FIELDS
 
@@ -87,6 +87,7 @@ class Tracer:
         self.blocks: list[_Block] = []
         self.names: list[str] = []
         self.kinds: list[str] = []
+        self.fields: list[frozenset] = []        # each kind's detail fields (`rdzv_sim.events`)
         self._name_ix: dict[str, int] = {}
         self._kind_ix: dict[str, int] = {}
         # a requeued job starts on a fresh store at round 0 again; the tables number rounds
@@ -125,10 +126,13 @@ class Tracer:
         if i is None:
             event = check(event)                  # once per name: an unknown one is refused
             i = self._ix(self._kind_ix, self.kinds, event)
+            self.fields.append(fields(event))
         return i
 
     def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
         ev = self._event(event)                   # first: a refused event writes nothing
+        if detail and not detail.keys() <= self.fields[ev]:
+            check_detail(self.kinds[ev], detail)  # refused, with the event's fields named
         if rnd is not None:
             rnd += self.round_offset
             if rnd > self.max_round:
@@ -171,6 +175,8 @@ class Tracer:
         columns (`render_details`)."""
         n = len(nodes)
         ev = self._event(event)
+        if fields is not None:
+            check_detail(self.kinds[ev], fields)
         if rnd is not None:
             rnd += self.round_offset
             self.max_round = max(self.max_round, rnd)

@@ -26,6 +26,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, Watch, digest
 from ..registry import register_protocol
 from ..settings import ProtocolSettings
+from ...events import Event
 from ...ops import (BackgroundLoad, Changed, CompareSet, Emit, FirstOf, Get, HeartbeatTimes, Now,
                     Random, Sleep, StartHeartbeat, StoppedHeartbeats, WallClock, Work)
 from . import decisions as D
@@ -131,7 +132,7 @@ class C10dProtocol(Protocol):
         if dead:
             h.state = h.state.copy()
             D.remove_dead(h.state, dead, self.s)
-            yield Emit("c10d_dead_nodes", round=h.state.round, detail={"removed": sorted(dead)})
+            yield Emit(Event.C10D_DEAD_NODES, round=h.state.round, detail={"removed": sorted(dead)})
         return has_set
 
     def _written(self, h: Holder) -> Blob:
@@ -229,17 +230,17 @@ class C10dProtocol(Protocol):
         deadline = (yield Now()) + self.cfg.join_timeout
         before = h.cas_attempts
         yield from self._run(h, lambda st, now, dl, wall, beat: D.exit_(st, h.node, now, dl), deadline, node)
-        yield Emit("join", round=h.state.round, detail={"slot": len(h.state.participants) + 1})
+        yield Emit(Event.JOIN, round=h.state.round, detail={"slot": len(h.state.participants) + 1})
         yield from self._run(h, lambda st, now, dl, wall, beat: D.join(st, h.node, self.s, now, dl, wall, beat),
                              deadline, node)
         st = h.state
         ranked, dg = self._ranking(st)
         rank, n = st.participants[h.node], len(st.participants)
-        yield Emit("confirmed", round=st.round, rank=rank,
+        yield Emit(Event.CONFIRMED, round=st.round, rank=rank,
                    detail={"cas_attempts": h.cas_attempts - before})
         yield BackgroundLoad(1.0 / CACHE_DURATION, len(h.token or ""))   # num_nodes_waiting polls
         if rank == 0:
-            yield Emit("round_closed", round=st.round, world_size=n * node.nproc,
+            yield Emit(Event.ROUND_CLOSED, round=st.round, world_size=n * node.nproc,
                        detail={"members": sorted(addr_of(d) for d in ranked), "count": n, "holes": 0})
         return RoundResult(st.round, rank, n, n * node.nproc, rank * node.nproc,
                            addr_of(ranked[0]), dg)

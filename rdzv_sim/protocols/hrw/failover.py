@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hrw import Placement
 
+from ...events import Event
 from ...ops import Add, Check, Emit, Get, StoreAddress
 from .. import ranking
 from ..base import BadValue, RendezvousFailed
@@ -80,7 +81,7 @@ class StoreFailover(OneStore):
         p = self.protocol
         if not (yield Check((p.prefix + "members",))):
             joined = yield Add(p._k(rnd, "seq"), 0)
-            yield Emit("no_quorum", round=rnd, detail={"members": joined})
+            yield Emit(Event.NO_QUORUM, round=rnd, detail={"members": joined})
             yield from p.end_round_at(rnd, "no_quorum")
             raise RendezvousFailed(f"round {rnd}: nobody else failed over to this store",
                                    why="no_quorum")
@@ -97,7 +98,7 @@ class StoreFailover(OneStore):
             last = yield from self.last_members(rnd)
         if self.quorate(infos.values(), last):
             return infos, None
-        yield Emit("no_quorum", round=rnd, detail={"members": len(infos)})
+        yield Emit(Event.NO_QUORUM, round=rnd, detail={"members": len(infos)})
         return infos, "no_quorum"
 
     def last_members(self, rnd: int):
@@ -109,7 +110,7 @@ class StoreFailover(OneStore):
             try:
                 return set(ranking.decode_order((yield Get(key)), 1 << 20))
             except BadValue as e:
-                yield Emit("bad_value", round=rnd, detail={"key": "members", "reason": str(e)})
+                yield Emit(Event.BAD_VALUE, round=rnd, detail={"key": "members", "reason": str(e)})
         return None
 
     def seat(self, infos: dict, last: set | None) -> dict:

@@ -7,6 +7,7 @@ from functools import cached_property
 
 from hrw import KeyRanking
 
+from ...events import Event
 from ...ops import Add, Check, CompareSet, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set, Sleep, StoreTimeout
 from .. import ranking
 from ..base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
@@ -37,7 +38,7 @@ class HrwProtocol(RoundKeys, Protocol):
                 rnd = int((yield CompareSet(self.prefix + "round", str(rnd), str(first))))
             slot = yield Add(self._k(rnd, "seq"), 1)
             yield Set(self._k(rnd, f"n{slot}"), node.encode())
-            yield Emit("join", round=rnd, detail={"slot": slot})
+            yield Emit(Event.JOIN, round=rnd, detail={"slot": slot})
             count = yield from self._await_closure(rnd, slot, node, deadline)
             if count < 0:                       # the round was ended before it closed: the next
                 continue
@@ -51,7 +52,7 @@ class HrwProtocol(RoundKeys, Protocol):
                     assigned = decode_object(text)
                     result = RoundResult.from_dict(assigned) if "rank" in assigned else None
                 except BadValue as e:
-                    yield Emit("bad_value", round=rnd, detail={"key": f"a{slot}", "reason": str(e)})
+                    yield Emit(Event.BAD_VALUE, round=rnd, detail={"key": f"a{slot}", "reason": str(e)})
                     yield from self.end_round_at(rnd, "bad_assignment")
                     raise RendezvousFailed(f"round {rnd}: its assignment for slot {slot} is unreadable") from None
                 if result is not None:
@@ -68,7 +69,7 @@ class HrwProtocol(RoundKeys, Protocol):
             # this round to end and join the next one; a spare (the round is full) waits with
             # no deadline, as torch's redundant nodes do, and has its join timeout afresh after
             waiting = yield Add(self._k(rnd, "waiting"), 1)
-            yield Emit("waiting", round=rnd, detail={"slot": slot, "waiting": waiting})
+            yield Emit(Event.WAITING, round=rnd, detail={"slot": slot, "waiting": waiting})
             spare = count >= cfg.max_nodes
             if not (yield from self._await_end(rnd, node, float("inf") if spare else deadline)):
                 raise RendezvousTimeout(f"no round admitted {node.name} within join_timeout")
@@ -104,14 +105,14 @@ class HrwProtocol(RoundKeys, Protocol):
             if not (yield Check((self._k(rnd, "ready"),))):
                 if (yield Now()) - began < cfg.confirm_timeout + cfg.close_grace + cfg.hole_grace:
                     continue
-                yield Emit("round_stale", round=rnd)
+                yield Emit(Event.ROUND_STALE, round=rnd)
                 yield from self.end_round_at(rnd, "never_ready")
                 return True
             k = yield Add(self._k(rnd, "probes"), 1)
             yield Set(self._k(rnd, f"probe{k}"), node.name)
             ack = watch_key(self._k(rnd, f"probe{k}/ack"))
             if (yield from self._first(ack, cfg.probe_timeout)) is None:
-                yield Emit("members_lost", round=rnd, detail={"probe": k})
+                yield Emit(Event.MEMBERS_LOST, round=rnd, detail={"probe": k})
                 yield from self.end_round_at(rnd, "members_lost")
                 return True
 
@@ -146,11 +147,11 @@ class HrwProtocol(RoundKeys, Protocol):
                 try:
                     return closed_count(text)
                 except BadValue as e:
-                    yield Emit("bad_value", round=rnd, detail={"key": "closed", "reason": str(e)})
+                    yield Emit(Event.BAD_VALUE, round=rnd, detail={"key": "closed", "reason": str(e)})
                     yield from self.end_round_at(rnd, "bad_closure")
                     raise RendezvousFailed(f"round {rnd}: its closure is unreadable") from None
             # the designated closer is silent: stand in for it
-            yield Emit("stand_in_close", round=rnd, detail={"slot": slot})
+            yield Emit(Event.STAND_IN_CLOSE, round=rnd, detail={"slot": slot})
             yield from self._close(rnd, node)
             if (yield Now()) > deadline:
                 raise RendezvousTimeout("round never closed")
@@ -233,7 +234,7 @@ class HrwProtocol(RoundKeys, Protocol):
             try:
                 info = NodeInfo.decode(t)
             except BadValue as e:             # not a node's descriptor: a hole, said once
-                yield Emit("bad_value", round=rnd, detail={"key": f"n{i}", "reason": str(e)})
+                yield Emit(Event.BAD_VALUE, round=rnd, detail={"key": f"n{i}", "reason": str(e)})
                 continue
             newest[info.name] = (i, info)
         infos = dict(sorted(newest.values(), key=lambda x: x[0]))
@@ -264,7 +265,7 @@ class HrwProtocol(RoundKeys, Protocol):
             out += [(self._k(rnd, f"a{i}"), json.dumps({"late": True}))
                     for i in range(1, count + 1) if i not in assigned]
             seats = min(count, cfg.max_nodes)
-            yield Emit("round_closed", round=rnd, world_size=world,
+            yield Emit(Event.ROUND_CLOSED, round=rnd, world_size=world,
                        detail={"members": sorted(names), "count": seats, "holes": seats - len(order)})
         yield MultiSet(tuple(out))
 
@@ -276,7 +277,7 @@ class HrwProtocol(RoundKeys, Protocol):
         try:
             return ranking.decode_order((yield Get(key)), self.cfg.max_nodes)
         except BadValue as e:
-            yield Emit("bad_value", round=rnd, detail={"key": "order", "reason": str(e)})
+            yield Emit(Event.BAD_VALUE, round=rnd, detail={"key": "order", "reason": str(e)})
             return None
 
     def _confirm(self, result: RoundResult):
@@ -287,7 +288,7 @@ class HrwProtocol(RoundKeys, Protocol):
         # recorded as the ack is sent, as static does: a real trace's times are each process's
         # own, and a member descheduled after its ack landed would record it after the others
         # saw the barrier open (a rank given "before" its confirmation)
-        yield Emit("confirmed", round=result.round, rank=result.rank)
+        yield Emit(Event.CONFIRMED, round=result.round, rank=result.rank)
         acks = yield Add(self._k(result.round, "ack"), 1)
         if acks == result.nnodes:
             yield CompareSet(ready, "", "ok")
@@ -306,7 +307,7 @@ class HrwProtocol(RoundKeys, Protocol):
             try:
                 return (yield CompareSet(key, "", proposal))
             except StoreTimeout as e:
-                yield Emit("store_timeout", detail={"reason": str(e)})
+                yield Emit(Event.STORE_TIMEOUT, detail={"reason": str(e)})
                 yield Sleep(1.0)
         return (yield CompareSet(key, "", proposal))
 
