@@ -29,15 +29,7 @@ from .process_tree import signal_now
 from .proxy import FaultProxy
 from .runtime import missing_ops
 from .standby import Standby
-
-# fault kinds the real launcher cannot do, and why
-UNSUPPORTED = {"clock_skew": "torch's c10d reads the host clock, which cannot be skewed here, and "
-                             "hrw/static never read it",
-               "agent_failure": "the launcher's agents have no second way out; torchrun's real agents "
-                                "leave by an error in benchmarks/sigterm.py (reports/sigterm.md)",
-               "straggler": "the launcher's workers run no training steps to slow down (the "
-                            "training model charges a straggler in simulation)"}
-
+from .world import RealWorld
 
 class RealRun:
     def __init__(self, scenario, workdir: str | Path | None = None, host: str = "127.0.0.1",
@@ -49,13 +41,12 @@ class RealRun:
         # torch's StaticTCPRendezvous: its store listens on node 0's address, on this port
         self.static_port = free_port("127.0.0.2") if torch_static else None
         refuse(self.sc)
-        bad = sorted({f.kind for f in self.sc.faults} & set(UNSUPPORTED))
-        if bad:
-            raise ValueError(f"the real launcher does not do {bad[0]}: {UNSUPPORTED[bad[0]]}")
+        RealWorld.refuse(self.sc)
         if self.sc.random_faults:
             raise ValueError("the real launcher does not do random faults: list them under faults:")
         if self.sc.store.kind == "replicated":
             replicated_problem(self.sc)
+        self.world = RealWorld(self)
         self.host = host
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="rdzv-real-"))
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -177,14 +168,14 @@ class RealRun:
     def partition(self, nodes: list[int], duration: float):
         for i in nodes:
             self.proxy.cut(self.name(i))
-            self._sig(i, signal.SIGUSR2, "fault_partition_node")
+            self.signal_node(i, signal.SIGUSR2, "fault_partition_node")
         self.record("network", "fault_partition", {"hosts": [self.name(i) for i in nodes],
                                                    "duration": duration})
 
     def heal(self, nodes: list[int]):
         for i in nodes:
             self.proxy.heal(self.name(i))
-            self._sig(i, signal.SIGUSR2, "partition_node_healed")
+            self.signal_node(i, signal.SIGUSR2, "partition_node_healed")
         self.record("network", "partition_healed", {"hosts": len(nodes)})
 
     def slow(self, nodes: list[int], delay: float, duration: float | None = None):
@@ -270,67 +261,16 @@ class RealRun:
             time.sleep(min(delay, 0.05) if self.waiting else delay)
 
     def apply(self, a) -> None:
-        """Do one timeline action to the real processes."""
-        k = a.kind
-        if k == "crash":
-            self.crash(a.node)
-        elif k in ("restart", "start"):
-            self.start_node(a.node, "restart" if k == "restart" else "slow_join")
-        elif k == "store_crash":
-            self.crash_store("store_crash")
-        elif k == "store_pause":
-            self._store_sig(signal.SIGSTOP, "fault_store_pause", {"duration": a.value})
-        elif k == "store_resume":
-            self._store_sig(signal.SIGCONT, "store_resumed")
-        elif k == "worker_failure":
-            self._usr1(a.node)
-        elif k == "cut":
-            self.partition(self.targets(a), a.value)
-        elif k == "heal":
-            self.heal(self.targets(a))
-        elif k == "slow":
-            self.slow(self.targets(a), a.value, self.sc.faults[a.fault].duration)
-        elif k == "unslow":
-            self.slow(self.targets(a), 0.0)
-        elif k in ("lose", "unlose"):
-            f = self.sc.faults[a.fault]
-            nodes = self.targets(a)
-            for i in nodes:
-                self.proxy.set_loss(self.name(i), f.rate if k == "lose" else 0.0, f.rto)
-            if k == "lose":
-                self.record("network", "fault_loss", {"hosts": sorted(self.name(i) for i in nodes),
-                                                      "rate": f.rate, "rto": f.rto, "duration": f.duration})
-            else:                   # the proxy's own record: chunks each host's link held
-                held = {self.name(i): self.proxy.held(self.name(i)) for i in nodes}
-                self.record("network", "loss_healed", {"hosts": len(nodes), "held": held})
-        elif k == "rack_crash":
-            for i in self.rack(a.rack):
-                self.crash(i, "rack_failure")
-        elif k == "rack_restart":
-            for i in self.rack(a.rack):
-                self.start_node(i, "restart")
-        elif k == "terminate":
-            self._sig(a.node, signal.SIGTERM, "fault_preemption", {"notice": self.sc.faults[a.fault].notice})
-        elif k == "reclaim":                # the host goes away, whether its agent left or not
-            p = self.procs.get(self.name(a.node))
-            if p is not None and p.is_alive():
-                self.crash(a.node, "preempted")
-            else:
-                self.record(self.name(a.node), "fault_crash", {"cause": "preempted"})
-        elif k == "pause":
-            self._sig(a.node, signal.SIGSTOP, "fault_pause", {"duration": a.value})
-        elif k == "resume":
-            self._sig(a.node, signal.SIGCONT, "node_resumed")
-        else:                               # clock_skew is refused before the run starts
-            raise ValueError(f"the real launcher cannot do {k!r}")
+        """Do one timeline action to the real processes (`real_backend/world.py`)."""
+        self.world.apply(a, {})
 
-    def _sig(self, i, sig, event, detail=None):
+    def signal_node(self, i, sig, event, detail=None):
         p = self.procs.get(self.name(i))
         if p is not None and p.is_alive():
             signal_now(p.pid, sig)
             self.record(self.name(i), event, detail)
 
-    def _store_sig(self, sig, event, detail=None):
+    def signal_store(self, sig, event, detail=None):
         if self.etcd is not None:              # store_pause / resume: the leader's member
             if sig == signal.SIGSTOP:
                 self.stopped_member = self.etcd.leader(none_ok=True) or self.etcd.names[0]
@@ -344,8 +284,8 @@ class RealRun:
             signal_now(self.store_proc.pid, sig)
             self.record("store", event, detail)
 
-    def _usr1(self, i):
-        self._sig(i, signal.SIGUSR1, "fault_worker_failure")
+    def fail_workers(self, i):
+        self.signal_node(i, signal.SIGUSR1, "fault_worker_failure")
 
     def run(self) -> RunResult:
         self.t0 = time.monotonic()

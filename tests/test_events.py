@@ -46,7 +46,7 @@ def literal_events():
             if not isinstance(node, ast.Call):
                 continue
             fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if fn not in ("record", "record_many", "Emit", "emit", "_sig", "_store_sig", "_gave_up", "Exit"):
+            if fn not in ("record", "record_many", "Emit", "emit", "signal_node", "signal_store", "_gave_up", "Exit"):
                 continue
             for a in (node.args[1:2] if fn == "Exit" else node.args[:3]):     # Exit(reason, event)
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value not in NODES \

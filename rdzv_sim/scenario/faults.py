@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import typing
 from dataclasses import dataclass
+from enum import Enum
 from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, NonNegativeInt,
@@ -21,16 +22,48 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFl
 MAX_FLAPS = 10_000                # downs of one flap (each a cut and a heal)
 
 
+class Act(str, Enum):
+    """What a fault's action does; a runtime's `World` does each (or refuses it by name)."""
+    CRASH = "crash"
+    RESTART = "restart"
+    START = "start"                       # a slow join's late start
+    WORKER_FAILURE = "worker_failure"
+    AGENT_FAILURE = "agent_failure"
+    PAUSE = "pause"
+    RESUME = "resume"
+    CUT = "cut"
+    HEAL = "heal"
+    SLOW = "slow"
+    UNSLOW = "unslow"
+    LOSE = "lose"
+    UNLOSE = "unlose"
+    STORE_CRASH = "store_crash"
+    STORE_PAUSE = "store_pause"
+    STORE_RESUME = "store_resume"
+    LIGHTHOUSE_DOWN = "lighthouse_down"
+    LIGHTHOUSE_UP = "lighthouse_up"
+    RACK_CRASH = "rack_crash"
+    RACK_RESTART = "rack_restart"
+    TERMINATE = "terminate"               # a preemption's notice (SIGTERM)
+    RECLAIM = "reclaim"                   # the preempted host goes
+    STRAGGLE = "straggle"
+    UNSTRAGGLE = "unstraggle"
+    CLOCK_SKEW = "clock_skew"
+
+
 @dataclass(frozen=True)
 class Action:
     at: float
     after: float              # seconds since this fault's previous action (or since t = 0)
-    kind: str                 # what to do: crash, restart, start (a slow join), pause/resume, ...
+    kind: Act                 # what to do (a name given is checked: `Act(name)`)
     fault: int                # index in the scenario's `faults`
     node: int | None = None
     nodes: tuple[int, ...] | None = None
     rack: int | None = None
     value: float = 0.0        # delay, offset or duration, by kind
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", Act(self.kind))
 
 
 class After(BaseModel):

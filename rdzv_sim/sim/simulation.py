@@ -13,6 +13,7 @@ from ..protocols.agent import elastic_agent
 from ..protocols.base import NodeInfo
 from ..incidents import logged, replay_plan
 from ..protocols.configure import protocol_for
+from ..scenario.faults import Act
 from ..scenario.schema import Scenario
 from ..scenario.timeline import late_starts, timeline
 from ..trace import STEPS, RunStats, Tracer
@@ -23,6 +24,7 @@ from .scheduler import Scheduler
 from .runtime import SimRuntime
 from .replicated import ReplicatedStore
 from .store import StoreServer
+from .world import SimWorld
 
 
 def _count_events(env: simpy.Environment) -> list:
@@ -98,6 +100,7 @@ class Simulation:
         self.runtime.nodes = self.nodes
         self.scheduler = Scheduler(self)
         self.runtime.load_bin = max(1.0, sc.duration / 2000)
+        self.world = SimWorld(self)
         self._schedule(rng_faults)
 
     # --- set-up --------------------------------------------------------------------
@@ -115,7 +118,7 @@ class Simulation:
             elif i < first or i >= sc.cluster.nodes:      # hot spares start with the job
                 env.process(self._start_at(self.nodes[h], float(offsets[i]), "start"))
         for actions in timeline(sc):
-            if actions[0].kind != "start":           # slow joins start above, with the others
+            if actions[0].kind != Act.START:          # slow joins start above, with the others
                 env.process(faults.scheduled(self, actions, sc.faults[actions[0].fault].anchor))
         for rf in sc.random_faults:
             if rf.kind == "interruptions":
