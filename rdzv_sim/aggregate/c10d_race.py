@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from enum import Enum
 
 import numpy as np
 
@@ -37,11 +38,19 @@ EXIT, JOIN, CLOSE = 1, 2, 3            # the op an agent runs (torch's _Rendezvo
 INF = math.inf
 
 
+class Said(str, Enum):
+    """What the race tells its round model happened to an agent."""
+    JOIN = "join"                  # {round, slot}
+    CONFIRMED = "confirmed"        # {round, rank, nnodes, cas}
+    WAITING = "waiting"
+    TIMEOUT = "timeout"
+    CLOSED = "closed"
+    COMPLETE = "complete"          # {round, members}
+
+
 class C10dRace:
     """The agents of one job and the store's blob. `enter`, `kill` and `advance` drive it; what
-    happened comes back from `advance` as (time, agent, what, detail) tuples:
-    ("join", {round, slot}), ("confirmed", {round, rank, nnodes, cas}), ("waiting", {}),
-    ("timeout", {}), ("closed", {}), ("complete", {round, members})."""
+    happened comes back from `advance` as (time, agent, `Said`, detail) tuples."""
 
     def __init__(self, descs: list[str], lat: np.ndarray, s: D.Settings, join_timeout: float,
                  store, cpu_base: float,
@@ -197,13 +206,13 @@ class C10dRace:
             act = self._decide(i, t)
             if act is A.FINISH and self.op[i] == EXIT:
                 self.op[i] = JOIN
-                self.out.append((t, i, "join", {"round": self.st.round, "slot": len(self.st.participants) + 1}))
+                self.out.append((t, i, Said.JOIN, {"round": self.st.round, "slot": len(self.st.participants) + 1}))
                 continue
             if act is A.ERROR_TIMEOUT and self.op[i] != CLOSE:
                 # torch's launcher shuts the handler down: the close op, which ends the
                 # rendezvous for every agent of the job
                 self.calm.progress(t)
-                self.out.append((t, i, "timeout", {}))
+                self.out.append((t, i, Said.TIMEOUT, {}))
                 self.op[i], self.deadline[i] = CLOSE, t + CLOSE_TIMEOUT
                 continue
             break
@@ -218,14 +227,14 @@ class C10dRace:
             self.op[i] = 0
             self.running[i] = True
             self.n_running += 1
-            self.out.append((t, i, "confirmed", {"round": st.round, "rank": st.participants[self.desc[i]],
+            self.out.append((t, i, Said.CONFIRMED, {"round": st.round, "rank": st.participants[self.desc[i]],
                                                   "nnodes": len(st.participants), "cas": int(self.cas[i])}))
         elif act is A.SYNC:
             self._wait(i, t)
         else:                                     # closed, or its close op done: gone
             self.calm.progress(t)
             if self.op[i] != CLOSE:
-                self.out.append((t, i, "closed", {}))
+                self.out.append((t, i, Said.CLOSED, {}))
             self.op[i] = 0
             self.alive[i] = False
             self.n_alive -= 1
@@ -322,9 +331,9 @@ class C10dRace:
         D.apply(act, self.st, self.desc[w_i], self.s, self.wall(t_dec))
         self.v += 1
         if act is A.ADD_TO_WAIT_LIST:
-            self.out.append((w_t, w_i, "waiting", {}))
+            self.out.append((w_t, w_i, Said.WAITING, {}))
         if self.st.complete and not before[1]:
-            self.out.append((w_t, w_i, "complete", {"round": self.st.round,
+            self.out.append((w_t, w_i, Said.COMPLETE, {"round": self.st.round,
                                                       "members": list(self.st.participants)}))
         if act is A.KEEP_ALIVE:
             self.calm.wrote(w_t)

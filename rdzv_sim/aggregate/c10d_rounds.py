@@ -15,7 +15,7 @@ import numpy as np
 from ..protocols.base import digest
 from ..protocols.c10d.protocol import CACHE_DURATION
 from ..protocols.c10d.state import addr_of, desc
-from .c10d_race import C10dRace
+from .c10d_race import C10dRace, Said
 from .round_model import Formed, RoundModel, register_round_model
 
 
@@ -32,6 +32,9 @@ class C10dRounds(RoundModel):
         self.doomed = False                     # a member died before the workers started
         self.ops_mark = (0, 0)
         self.wake_gen = 0
+        self._told = {Said.JOIN: self._on_join, Said.COMPLETE: self._on_complete,
+                      Said.CONFIRMED: self._on_confirmed, Said.WAITING: self._on_waiting,
+                      Said.TIMEOUT: self._on_timeout, Said.CLOSED: self._on_closed}
 
     def _new_race(self) -> C10dRace:
         job = self.job
@@ -56,8 +59,9 @@ class C10dRounds(RoundModel):
 
     def _catch_up(self) -> None:
         """The race run to now, what it says handled (before anything outside changes it)."""
+        told = self._told
         for t, i, what, d in self.race.advance(self.job.env.now):
-            getattr(self, "_on_" + what)(t, self.job.hosts[i], d)
+            told[what](t, self.job.hosts[i], d)
 
     # --- what the job says ------------------------------------------------------------------
     def enter(self, names: list[str], times: list[float]) -> None:
