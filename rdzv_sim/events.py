@@ -10,6 +10,8 @@ from enum import Enum
 
 
 class Event(str, Enum):
+    __str__ = str.__str__                # its value, as text (f-strings, logs)
+    __format__ = str.__format__
     # the agent and its rendezvous
     NODE_START = "node_start"
     RENDEZVOUS_START = "rendezvous_start"

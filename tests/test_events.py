@@ -36,6 +36,7 @@ def test_a_protocol_registers_its_own_events():
 
 def test_an_event_is_its_string():
     assert Event.JOIN == "join" and check(Event.JOIN) == "join" and set(DETAIL) <= set(Event)
+    assert f"{Event.JOIN}" == str(Event.JOIN) == "join"             # as text, its value
 
 
 def literal_events():

@@ -40,6 +40,8 @@ INF = math.inf
 
 class Said(str, Enum):
     """What the race tells its round model happened to an agent."""
+    __str__ = str.__str__                # its value, as text (f-strings, logs)
+    __format__ = str.__format__
     JOIN = "join"                  # {round, slot}
     CONFIRMED = "confirmed"        # {round, rank, nnodes, cas}
     WAITING = "waiting"

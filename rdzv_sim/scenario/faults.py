@@ -24,6 +24,8 @@ MAX_FLAPS = 10_000                # downs of one flap (each a cut and a heal)
 
 class Act(str, Enum):
     """What a fault's action does; a runtime's `World` does each (or refuses it by name)."""
+    __str__ = str.__str__                # its value, as text (f-strings, logs)
+    __format__ = str.__format__
     CRASH = "crash"
     RESTART = "restart"
     START = "start"                       # a slow join's late start

@@ -49,7 +49,7 @@ def test_a_fault_a_runtime_cannot_do_is_refused_by_its_name():
 
 
 def test_an_action_is_one_of_the_acts():
-    assert Action(0.0, 0.0, "cut", 0).kind is Act.CUT
+    assert Action(0.0, 0.0, "cut", 0).kind is Act.CUT and f"{Act.CUT}" == "cut"
     with pytest.raises(ValueError):
         Action(0.0, 0.0, "cutt", 0)
 
