@@ -26,7 +26,8 @@ def load_scenario(source, overrides=(), seed=None):
     return load(source, overrides, seed)
 
 
-_LAZY = {"register_protocol": ("protocols.registry", "register_protocol"),
+_LAZY = {"register_kit": ("protocols.registry", "register_kit"),
+         "Kit": ("protocols.kit", "Kit"),
          "Protocol": ("protocols.base", "Protocol"),
          "ProtocolSettings": ("protocols.settings", "ProtocolSettings"),
          "ScenarioError": ("scenario.load", "ScenarioError"),
@@ -41,5 +42,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'rdzv_sim' has no attribute {name!r}")
 
 
-__all__ = ["run", "load_scenario", "register_protocol", "Error", "Protocol", "ProtocolSettings",
+__all__ = ["run", "load_scenario", "Kit", "register_kit", "Error", "Protocol", "ProtocolSettings",
            "ScenarioError", "RunResult", "__version__"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .protocols.registry import get, part, register_part
+from .protocols.registry import get, part
 
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
 
@@ -31,28 +31,24 @@ class Cost:
     hint: Callable | None = None  # (n) -> extra words for the refusal, or ""
 
 
-def register_cost(protocol: str, fidelity: str, per_round: Callable, hint: Callable | None = None) -> None:
-    """Price `protocol`'s runs at `fidelity`: `per_round(n, scenario)` seconds per round of n
-    hosts (a protocol without one is priced as hrw)."""
-    register_part(protocol, f"cost/{fidelity}", Cost(per_round, hint), replace=True)
-
-
 def cost_of(protocol: str, fidelity: str) -> Cost | None:
+    """The protocol's kit's `cost/<fidelity>` part (a protocol without one is priced as hrw)."""
     return part(protocol, f"cost/{fidelity}")
 
 
-# seconds of simulation per round of n nodes (reports/sim_speed.md, reports/scale_c10d.md)
-register_cost("hrw", "per_operation", lambda n, sc: 3.8e-4 * n)
-register_cost("static", "per_operation", lambda n, sc: 2.5e-4 * n)
-register_cost("c10d", "per_operation", c10d_round)
-register_cost("hrw", "aggregate", lambda n, sc: 3e-5 * n)            # llama3-54d: ~35 s for ~760 rounds
+# the built-in kits' costs: seconds of simulation per round of n nodes (reports/sim_speed.md,
+# reports/scale_c10d.md)
+HRW_PER_OPERATION = Cost(lambda n, sc: 3.8e-4 * n)
+STATIC_PER_OPERATION = Cost(lambda n, sc: 2.5e-4 * n)
+C10D_PER_OPERATION = Cost(c10d_round)
+HRW_AGGREGATE = Cost(lambda n, sc: 3e-5 * n)            # llama3-54d: ~35 s for ~760 rounds
 # a quorum job's round re-forms one replica group, whatever the job's size; smaller groups make
 # more of them (reports/per_step_ft.md: llama3-54d-quorum from 11 s at groups of 128 to 53 s at 8)
-register_cost("quorum", "aggregate", lambda n, sc: 0.03 * (16 / sc.protocol.group_size) ** 0.5)
+QUORUM_AGGREGATE = Cost(lambda n, sc: 0.03 * (16 / sc.protocol.group_size) ** 0.5)
 # a storm that locks is carried forward, one that creeps is stepped write by write: llama3-54d
 # (~825 rounds) takes 8 s as bundled and 18 minutes with a 30 s keep-alive (docs/c10d-at-scale.md)
-register_cost("c10d", "aggregate", lambda n, sc: 3e-4 * n,
-              lambda n: "; what c10d's storms do at this size: docs/c10d-at-scale.md" if n >= 1024 else "")
+C10D_AGGREGATE = Cost(lambda n, sc: 3e-4 * n,
+                      lambda n: "; what c10d's storms do at this size: docs/c10d-at-scale.md" if n >= 1024 else "")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from pathlib import Path
 from rdzv_sim.api import run as simulate
 from rdzv_sim.training.quorum import replay
 
-from .parts import register_validator
 from .torchft_run import GroupFault, TorchftRun, available, run_torchft
 
 TOLERANCE = 0.25
@@ -286,6 +285,3 @@ def validate_quorum(sc, out: str | Path) -> dict:
     (out / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str) + "\n")
     (out / "steps.json").write_text(json.dumps({"steps": steps, "events": events}))
     return verdict
-
-
-register_validator("quorum", validate_quorum)

@@ -16,7 +16,7 @@ from ..protocols.base import digest
 from ..protocols.c10d.protocol import CACHE_DURATION
 from ..protocols.c10d.state import addr_of, desc
 from .c10d_race import C10dRace, Said
-from .round_model import Formed, RoundModel, register_round_model
+from .round_model import Formed, RoundModel
 
 
 class C10dRounds(RoundModel):
@@ -146,4 +146,3 @@ class C10dRounds(RoundModel):
             self._on_waiting(max(times), names[0], {})
 
 
-register_round_model("c10d", C10dRounds)

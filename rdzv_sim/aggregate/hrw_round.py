@@ -24,7 +24,7 @@ import numpy as np
 
 from ..protocols.base import digest
 from .queue import Fifo
-from .round_model import Formed, RoundModel, register_round_model
+from .round_model import Formed, RoundModel
 
 
 @dataclass
@@ -393,4 +393,3 @@ class HrwRounds(RoundModel):
             self._late(late, [float(rt.t_closed)] * len(late))
 
 
-register_round_model("hrw", HrwRounds)

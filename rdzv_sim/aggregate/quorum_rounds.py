@@ -14,7 +14,7 @@ against per operation is measured in reports/per_step_ft.md.
 from __future__ import annotations
 
 from .hrw_round import HrwRounds
-from .round_model import CellSpec, register_round_model
+from .round_model import CellSpec
 
 
 class QuorumRounds(HrwRounds):
@@ -34,4 +34,3 @@ class QuorumRounds(HrwRounds):
         return out
 
 
-register_round_model("quorum", QuorumRounds)

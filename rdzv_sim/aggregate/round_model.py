@@ -6,15 +6,15 @@ A round model holds the rest, the way a SimPy resource fills in `_do_put`/`_do_g
 agents that entered a rendezvous make a round, in which ranks, and what their store requests
 cost. It answers the job through three calls: `job.formed(Formed)`, `job.nodes_waiting(seen)`
 and `job.gave_up(t, names, why, reason)` (`job` is its rendezvous' cell, `cell.py`). It is a part of the protocol's kit
-(`register_round_model`); the protocol lists "aggregate" in its `fidelities`.
+(its kit's `round_model` part); the protocol lists "aggregate" in its `fidelities`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..protocols.registry import part, register_part
+from ..protocols.registry import part
 
-KIND = "aggregate"
+KIND = "round_model"
 
 
 @dataclass
@@ -97,18 +97,13 @@ class RoundModel:
         raise NotImplementedError
 
 
-def register_round_model(protocol: str, model: type[RoundModel], *, replace: bool = False) -> None:
-    """`model(job)` makes `protocol`'s rounds at `fidelity: aggregate`. The protocol's class lists
-    "aggregate" in its `fidelities`, so that a scenario asking for it passes the checks."""
-    if not (isinstance(model, type) and issubclass(model, RoundModel)):
-        raise TypeError(f"register_round_model({protocol!r}, ...) takes a RoundModel subclass, "
-                        f"not {model!r}")
-    register_part(protocol, KIND, model, replace=replace)
-
-
 def round_model_of(protocol: str) -> type[RoundModel]:
+    """The protocol's kit's `round_model` part: `model(job)` makes its rounds at fidelity
+    aggregate (the protocol's class lists "aggregate" in its `fidelities`)."""
     model = part(protocol, KIND)
     if model is None:
-        raise LookupError(f"protocol {protocol!r} declares fidelity aggregate but registered no "
-                          "round model (rdzv_sim.aggregate.register_round_model)")
+        raise LookupError(f"protocol {protocol!r} declares fidelity aggregate but its kit names no "
+                          "round_model part")
+    if not (isinstance(model, type) and issubclass(model, RoundModel)):
+        raise TypeError(f"protocol {protocol!r}: its round_model part is {model!r}, not a RoundModel subclass")
     return model

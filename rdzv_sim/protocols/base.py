@@ -212,8 +212,7 @@ class Protocol:
     torchrun: bool = True          # runs as a torchrun rendezvous handler (real_backend.torchrun_plugin)
     torchrun_why: str = ""         # why not, when it does not
     deterministic: bool = False   # same members and ranks whatever the timing (validate checks them)
-    # the simulator's fidelities that model it; "aggregate" needs a round model registered by
-    # rdzv_sim.aggregate.register_round_model
+    # the simulator's fidelities that model it; "aggregate" needs its kit's round_model part
     fidelities: tuple[str, ...] = ("per_operation",)
 
     def __init__(self, cfg: ProtocolSettings):

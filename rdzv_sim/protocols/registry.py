@@ -1,15 +1,13 @@
-"""The protocols a scenario can name, each one kit: its class, its settings and its parts.
+"""The protocols a scenario can name, each one kit (`Kit`): its class, its settings and its parts.
 
-A protocol is a class (generators that yield `rdzv_sim.ops`) plus its settings model. Once
-registered, the scenario schema, `rdzv-sim list`/`schema`, `--set`, sweeps, the property
+A protocol is a class (generators that yield `rdzv_sim.ops`) plus its settings model. Once its
+kit is registered, the scenario schema, `rdzv-sim list`/`schema`, `--set`, sweeps, the property
 strategies, the real runtime and `validate` all know it. Built-in protocols are found exactly
 like plugins: through the `rdzv_sim.protocols` entry-point group (a module to import, or a
 callable to call); `RDZV_SIM_PROTOCOLS=mod1,mod2` imports modules the same way uninstalled.
 
-A kit's optional *parts* (its aggregate round model, training model, settings strategy, invariants,
-known behaviours, cost estimate, real-runtime needs) are registered by the layer that
-owns each kind, through that layer's own `register_...` function, and kept here by
-(protocol, kind), so a part may be registered before or after its protocol.
+A kit's optional parts (`kit.KINDS`) are kept here by (protocol, kind); the layer that owns a
+kind reads it with `part`, which imports a part named by path on first use.
 """
 from __future__ import annotations
 
@@ -22,6 +20,7 @@ from typing import Any, Literal
 from pydantic import create_model
 
 from ..errors import Error
+from .kit import KINDS, Kit, missing, resolve
 from .settings import ProtocolSettings
 
 ENTRY_POINTS = "rdzv_sim.protocols"
@@ -59,21 +58,41 @@ def version() -> int:
     return _state["version"]
 
 
-def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] | None = None,
-                      *, replace: bool = False) -> ProtocolSpec:
-    """Make protocol `cls` with settings model `settings` (default: the common fields only)
-    known as `name` everywhere: scenarios, the CLI, sweeps, the property strategies, the real
-    runtime. Its other parts are registered by the layers that own them (module doc)."""
+class _Named:
+    """A part named by path, imported when first asked for."""
+    __slots__ = ("path",)
+
+    def __init__(self, path: str):
+        self.path = path
+
+
+def register_kit(kit: Kit, *, replace: bool = False) -> ProtocolSpec:
+    """Make `kit.protocol` with its settings known as `kit.name` everywhere (scenarios, the CLI,
+    sweeps, the property strategies, the real runtime), and its parts to the layers that read
+    them. Refused, with what to do: a name that is not a word, classes of the wrong kind, a part
+    kind that is not one of `KINDS`, a part path that names nothing."""
     from .base import Protocol
-    settings = ProtocolSettings if settings is None else settings
+    if not isinstance(kit, Kit):
+        raise ProtocolError(f"register_kit takes a rdzv_sim.Kit, got {kit!r}")
+    name, cls, settings = kit.name, kit.protocol, kit.settings
     if not isinstance(name, str) or not name.replace("-", "_").isidentifier():
-        raise ProtocolError(f"register_protocol: name {name!r} must be a word (letters, digits, _ or -)")
+        raise ProtocolError(f"Kit: name {name!r} must be a word (letters, digits, _ or -)")
     if not (isinstance(cls, type) and issubclass(cls, Protocol)):
-        raise ProtocolError(f"register_protocol({name!r}): {cls!r} is not a subclass of "
-                            "rdzv_sim.protocols.Protocol")
+        raise ProtocolError(f"Kit({name!r}): {cls!r} is not a subclass of rdzv_sim.protocols.Protocol")
     if not (isinstance(settings, type) and issubclass(settings, ProtocolSettings)):
-        raise ProtocolError(f"register_protocol({name!r}): settings must subclass "
-                            f"rdzv_sim.protocols.ProtocolSettings, got {settings!r}")
+        raise ProtocolError(f"Kit({name!r}): settings must subclass rdzv_sim.protocols.ProtocolSettings, "
+                            f"got {settings!r}")
+    for kind, p in kit.parts.items():
+        if kind not in KINDS:
+            raise ProtocolError(f"Kit({name!r}): no part of kind {kind!r}; the kinds are "
+                                f"{', '.join(KINDS)}")
+        if isinstance(p, str):
+            try:
+                why = missing(p)
+            except ValueError as e:
+                why = str(e)
+            if why:
+                raise ProtocolError(f"Kit({name!r}): its {kind} part {p!r} does not exist: {why}")
     if name in _SPECS and not replace and _SPECS[name].cls is not cls:
         raise ProtocolError(f"protocol {name!r} is registered already (by {_SPECS[name].module}); "
                             "pass replace=True to replace it")
@@ -82,31 +101,29 @@ def register_protocol(name: str, cls: type, settings: type[ProtocolSettings] | N
         settings = create_model(settings.__name__, __base__=settings, __module__=settings.__module__,
                                 name=(Literal[name], name))
     spec = ProtocolSpec(name, cls, settings, cls.__module__)
+    _forget(name)
     _SPECS[name] = spec
+    for kind, p in kit.parts.items():
+        _PARTS[(name, kind)] = _Named(p) if isinstance(p, str) else p
     _state["version"] += 1
     return spec
 
 
-def register_part(protocol: str, kind: str, part: Any, *, replace: bool = False) -> None:
-    """Give protocol `protocol` its part of `kind`; the owning layer's `register_...` calls this
-    (`rdzv_sim.aggregate.register_round_model`, `rdzv_sim.testing.register_invariant`, ...)."""
-    if not isinstance(protocol, str) or not isinstance(kind, str):
-        raise ProtocolError(f"register_part: protocol and kind are names, got {protocol!r}, {kind!r}")
-    key = (protocol, kind)
-    if key in _PARTS and not replace and _PARTS[key] is not part:
-        raise ProtocolError(f"protocol {protocol!r} has its {kind} part already; pass replace=True "
-                            "to replace it")
-    _PARTS[key] = part
+def _forget(name: str) -> None:
+    """Unregister `name` and its parts (tests that register a scratch kit clean up with it)."""
+    _SPECS.pop(name, None)
+    for key in [k for k in _PARTS if k[0] == name]:
+        del _PARTS[key]
+    _state["version"] += 1
 
 
 def part(protocol: str, kind: str, default: Any = None) -> Any:
     """Protocol `protocol`'s part of `kind`, or `default` (the owning layer's accessors read it)."""
-    return _PARTS.get((protocol, kind), default)
-
-
-def add_part(protocol: str, kind: str, item: Any) -> None:
-    """Append `item` to protocol `protocol`'s list part of `kind` (invariants, known behaviours)."""
-    _PARTS.setdefault((protocol, kind), []).append(item)
+    _load_plugins()
+    p = _PARTS.get((protocol, kind), default)
+    if isinstance(p, _Named):
+        p = _PARTS[(protocol, kind)] = resolve(p.path)
+    return p
 
 
 def _load_plugins() -> None:
@@ -155,7 +172,7 @@ def get(name: str) -> ProtocolSpec:
         return known[name]
     except KeyError:
         raise ProtocolError(f"unknown protocol {name!r}; registered: {', '.join(sorted(known))} "
-                            f"(register yours with rdzv_sim.register_protocol)") from None
+                            f"(register yours with rdzv_sim.register_kit)") from None
 
 
 def plugin_modules() -> list[str]:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 class ProtocolSettings(BaseModel):
     """The `protocol:` section of a scenario. Subclass it with the fields your protocol reads;
-    `name` is set to the registered name (a `Literal`) by `register_protocol`."""
+    `name` is set to the registered name (a `Literal`) by `register_kit`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     fixed_world: ClassVar[bool] = False      # True: every node, always (min = max = nodes)

@@ -15,7 +15,8 @@ from ..events import Event
 from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep
 from .base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed,
                    RendezvousTimeout, RoundResult, Watch, digest, watch_key)
-from .registry import register_protocol
+from .kit import Kit
+from .registry import register_kit
 from .settings import ProtocolSettings
 
 
@@ -124,4 +125,6 @@ class StaticProtocol(Protocol):
         yield Set(self._k(result.round, "end"), reason)
 
 
-register_protocol("static", StaticProtocol, StaticSettings)
+register_kit(Kit("static", StaticProtocol, StaticSettings, parts={
+    "invariants": "rdzv_sim.testing.invariants:STATIC", "known": "rdzv_sim.testing.known:STATIC",
+    "cost/per_operation": "rdzv_sim.estimate:STATIC_PER_OPERATION"}))

@@ -13,7 +13,6 @@ on first use.
 from .invariants import Report, Violation, check_safety
 from .known import Known
 from .liveness import check_liveness, liveness_bound, quiet_time
-from .parts import register_invariant, register_known, register_settings_strategy
 from .replay import replay_hint, save_failure, to_yaml
 
 _STRATEGIES = ("agent_settings", "fault_schedules", "protocol_settings", "replicated_stores", "scenarios")
@@ -40,5 +39,4 @@ def __getattr__(name):
 
 
 __all__ = ["Known", "Report", "Violation", "check_liveness", "check_run", "check_safety",
-           "liveness_bound", "quiet_time", "register_invariant", "register_known",
-           "register_settings_strategy", "replay_hint", "save_failure", "to_yaml", *_STRATEGIES]
+           "liveness_bound", "quiet_time", "replay_hint", "save_failure", "to_yaml", *_STRATEGIES]

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .known import known_for
-from .parts import invariants_of, register_invariant
+from .parts import invariants_of
 
 
 @dataclass(frozen=True)
@@ -381,9 +381,8 @@ def _confirmed(t, sc):
     return confirmed_before_ranks(t["events"])
 
 
-for _check in (ranks_follow_policy, lambda t, sc: hrw_moves_are_minimal(t["rounds"]), _confirmed,
-               lambda t, sc: one_store_per_epoch(t["events"]), closed_stays_closed):
-    register_invariant("hrw", _check)
-register_invariant("static", _confirmed)
-register_invariant("quorum", _confirmed)
-register_invariant("quorum", quorum_invariants)
+# the built-in kits' `invariants` parts
+HRW = (ranks_follow_policy, lambda t, sc: hrw_moves_are_minimal(t["rounds"]), _confirmed,
+       lambda t, sc: one_store_per_epoch(t["events"]), closed_stays_closed)
+STATIC = (_confirmed,)
+QUORUM = (_confirmed, quorum_invariants)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from .parts import known_of, register_known
+from .parts import known_of
 
 TORCH = "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (torch 2.13)"
 
@@ -89,16 +89,15 @@ _LEFT_BEHIND = ("store_failover: a cut that takes the store's host off the netwo
                 "rdzv_sim/protocols/agent.py, fail_over)")
 
 
-register_known(
-    "static",
+# the built-in kits' `known` parts
+STATIC = (
     Known("every_member_accounted",
               "static rendezvous has no confirmation: a rank that set its key and then lost the "
               "store (or died) is still a member; the others learn it in process-group init "
-              "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"))
-register_known("hrw", Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost),
-               Known("liveness", _LEFT_BEHIND, _store_host_cut))
-register_known(
-    "c10d",
+              "(torch/distributed/rendezvous.py, _create_c10d_store / env:// init)"),)
+HRW = (Known("liveness", _QUORUM, _majority_hit), Known("liveness", _ORPHAN, _store_lost),
+       Known("liveness", _LEFT_BEHIND, _store_host_cut))
+C10D = (
         Known("every_member_accounted",
               "a dead participant stays in a complete round until its keep-alive expires "
               f"(3 x 5 s): _BackendRendezvousStateHolder._sanitize removes it only then ({TORCH})"),

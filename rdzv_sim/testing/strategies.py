@@ -14,7 +14,7 @@ from hypothesis.errors import InvalidArgument
 from ..scenario.load import load
 from ..scenario.schema import MAX_DURATION
 from .liveness import liveness_bound, quiet_time
-from .parts import register_settings_strategy, settings_strategy_of
+from .parts import settings_strategy_of
 
 from ..scenario.faults import KINDS
 
@@ -123,7 +123,7 @@ FIXED = {"join_timeout": 1e6, "hole_grace": 1.0}
 def protocol_settings(protocol: str, nodes: int, settings: dict | None = None) -> st.SearchStrategy[dict]:
     """Settings for any registered protocol: min/max nodes drawn (both `nodes` for a
     protocol with a fixed world), the fields in DRAWN drawn, the rest default.
-    A protocol may register its own (`register_settings_strategy`) to draw instead.
+    A protocol's kit may name its own (its `settings_strategy` part) to draw instead.
     `settings` maps field names to values or strategies that replace what is drawn."""
     from ..protocols.registry import get
     _known_protocol("protocol_settings", protocol)
@@ -158,7 +158,7 @@ def _protocol_settings(draw, protocol, nodes, given) -> dict:
     return out | given
 
 
-def _quorum_settings(nodes: int):
+def quorum_settings(nodes: int):
     """What `scenarios(protocol="quorum")` draws: a group size that divides the nodes,
     min_replicas up to the groups, short Lighthouse timers."""
     @st.composite
@@ -176,7 +176,6 @@ def _quorum_settings(nodes: int):
     return draw()
 
 
-register_settings_strategy("quorum", _quorum_settings)
 
 
 @st.composite
@@ -206,7 +205,7 @@ def _known_protocol(where: str, protocol) -> None:
     known = specs()
     if protocol not in known:
         raise InvalidArgument(f"{where}(protocol={protocol!r}): not a registered protocol; registered: "
-                              f"{', '.join(sorted(known))} (register yours with rdzv_sim.register_protocol "
+                              f"{', '.join(sorted(known))} (register yours with rdzv_sim.register_kit "
                               "before building the strategy)")
 
 

@@ -28,7 +28,6 @@ from typing import NamedTuple
 import pandas as pd
 
 from .account import INTERRUPTION_COLUMNS, LOST, TrainingResult, throughput
-from .model import register_training_model
 from .work import span_work
 
 QUORUM_LOST = LOST + ("heal", "reconfigure", "quorum")
@@ -276,6 +275,3 @@ def _interruptions(lh, life, size: int) -> pd.DataFrame:
                          "absorbed": not q.restart})
         prev = q
     return pd.DataFrame(rows, columns=INTERRUPTION_COLUMNS + ["absorbed"]).astype({"absorbed": bool})
-
-
-register_training_model("quorum", evaluate_quorum)

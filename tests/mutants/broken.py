@@ -8,7 +8,6 @@ import rdzv_sim
 from rdzv_sim.ops import Emit, Sleep
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 from rdzv_sim.protocols.static import StaticProtocol, StaticSettings
-from rdzv_sim.testing import register_invariant
 from rdzv_sim.testing.parts import invariants_of
 
 
@@ -66,7 +65,6 @@ MUTANTS = {ArrivalRanks.name: (ArrivalRanks, HrwSettings, {}),
            NoConfirm.name: (NoConfirm, HrwSettings, {}),
            PatientCloser.name: (PatientCloser, HrwSettings, {}),
            StaticOffByOne.name: (StaticOffByOne, StaticSettings, {})}
-for name, (cls, settings, _) in MUTANTS.items():
-    rdzv_sim.register_protocol(name, cls, settings, replace=True)
-    for check in invariants_of(cls.__mro__[1].name):      # they claim their parent's promises
-        register_invariant(name, check)
+for name, (cls, settings, _) in MUTANTS.items():            # they claim their parent's promises
+    rdzv_sim.register_kit(rdzv_sim.Kit(name, cls, settings, parts={
+        "invariants": invariants_of(cls.__mro__[1].name)}), replace=True)

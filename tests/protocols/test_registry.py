@@ -1,7 +1,9 @@
-"""register_protocol's refusals say what was wrong, with the offending value."""
+"""A kit is registered whole or refused, saying what was wrong with the offending value: its
+classes, a part kind it misspells, a part path that names nothing."""
 import pytest
 
-from rdzv_sim.protocols import Protocol, ProtocolError, ProtocolSettings, register_protocol
+from rdzv_sim.protocols import Kit, Protocol, ProtocolError, ProtocolSettings, register_kit
+from rdzv_sim.protocols.registry import _forget, part
 
 
 class _Settings(ProtocolSettings):
@@ -16,16 +18,63 @@ class _Proto(Protocol):
     name = "registry-probe"
 
 
+@pytest.fixture(autouse=True)
+def _scratch():
+    """The scratch kit goes with its test (another test reading every protocol never sees it)."""
+    yield
+    _forget("registry-probe")
+
+
 def test_settings_that_do_not_subclass_protocolsettings_are_named():
     with pytest.raises(ProtocolError) as e:
-        register_protocol("registry-probe", _Proto, _NotSettings)
+        register_kit(Kit("registry-probe", _Proto, _NotSettings))
     assert str(e.value).endswith(f"got {_NotSettings!r}")      # the value, not "{settings!r}"
 
 
 def test_a_class_that_is_not_a_protocol_is_named():
     with pytest.raises(ProtocolError) as e:
-        register_protocol("registry-probe", _NotSettings, _Settings)
+        register_kit(Kit("registry-probe", _NotSettings, _Settings))
     assert "_NotSettings" in str(e.value) and "is not a subclass" in str(e.value)
+
+
+def test_a_misspelt_part_kind_is_refused_with_the_kinds():
+    with pytest.raises(ProtocolError, match="no part of kind 'invariant'; the kinds are round_model"):
+        register_kit(Kit("registry-probe", _Proto, _Settings, parts={"invariant": []}))
+
+
+@pytest.mark.parametrize("path, why", [
+    ("rdzv_sim.testing.invariants:NOPE", "defines no 'NOPE'"),
+    ("rdzv_sim.testing.invariantz:HRW", "there is no module 'rdzv_sim.testing.invariantz'"),
+    ("rdzv_sim.testing.invariants.HRW", "write it 'package.module:attribute'"),
+])
+def test_a_part_path_that_names_nothing_is_refused_before_anything_runs(path, why):
+    with pytest.raises(ProtocolError, match=f"its invariants part {path!r} does not exist: .*{why}"):
+        register_kit(Kit("registry-probe", _Proto, _Settings, parts={"invariants": path}))
+
+
+def test_a_part_is_imported_when_first_asked_for():
+    """The near miss of the above: a path that exists registers, unimported, and its layer's
+    first question imports it."""
+    import sys
+    path = "userproto.probe_parts:CHECKS"
+    sys.modules.pop("userproto.probe_parts", None)
+    register_kit(Kit("registry-probe", _Proto, _Settings, parts={"invariants": path}), replace=True)
+    assert "userproto.probe_parts" not in sys.modules
+    assert [c.__name__ for c in part("registry-probe", "invariants")] == ["never_wrong"]
+
+
+def test_a_kit_registered_again_keeps_only_its_new_parts():
+    register_kit(Kit("registry-probe", _Proto, _Settings, parts={"known": ["x"]}), replace=True)
+    register_kit(Kit("registry-probe", _Proto, _Settings), replace=True)
+    assert part("registry-probe", "known") is None
+
+
+def test_a_kit_is_a_frozen_value():
+    kit = Kit("registry-probe", _Proto, _Settings, parts={"known": ()})
+    with pytest.raises(Exception):
+        kit.name = "other"
+    with pytest.raises(TypeError):
+        kit.parts["known"] = ("y",)
 
 
 def test_threads_that_ask_while_the_plugins_load_wait_for_all_of_them():

@@ -30,7 +30,7 @@ def test_all_is_exactly_what_is_public(module):
 
 def test_the_checkers_import_without_hypothesis():
     code = ("import sys; sys.modules['hypothesis'] = None\n"
-            "from rdzv_sim.testing import check_safety, check_liveness, register_invariant, Violation\n"
+            "from rdzv_sim.testing import check_safety, check_liveness, Violation\n"
             "import rdzv_sim.testing as T\n"
             "try:\n    T.scenarios\nexcept ImportError:\n    print('strategies need hypothesis')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -38,9 +38,11 @@ def test_the_checkers_import_without_hypothesis():
     assert r.stdout.strip() == "strategies need hypothesis"
 
 
-def test_one_register_protocol():
-    from rdzv_sim.protocols import register_protocol
-    assert rdzv_sim.register_protocol is register_protocol
+def test_one_way_to_register_a_protocol():
+    from rdzv_sim.protocols import Kit, register_kit
+    assert rdzv_sim.register_kit is register_kit and rdzv_sim.Kit is Kit
+    assert not [n for m in (rdzv_sim, rdzv_sim.protocols, T) for n in m.__all__ if n.startswith("register_")
+                and n != "register_kit"]
 
 
 @pytest.mark.parametrize("call, words", [

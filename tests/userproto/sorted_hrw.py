@@ -1,6 +1,6 @@
 """`sorted`: the hrw protocol with ranks in name order (or reverse), as a user package would
-define and register it. Nothing in rdzv_sim knows of it: registering it and its parts (an
-aggregate round model, an invariant, a cost estimate, a settings strategy) is the whole story.
+define and register it. Nothing in rdzv_sim knows of it: its kit, one value naming its parts (an
+aggregate round model, an invariant, a cost estimate, a settings strategy), is the whole story.
 
     RDZV_SIM_PROTOCOLS=userproto.sorted_hrw rdzv-sim run my-sorted.yaml
 """
@@ -11,11 +11,9 @@ from typing import Literal
 from pydantic import Field
 
 import rdzv_sim
-from rdzv_sim.aggregate import register_round_model
-from rdzv_sim.aggregate.hrw_round import HrwRounds
-from rdzv_sim.estimate import register_cost
+from rdzv_sim.estimate import Cost
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
-from rdzv_sim.testing import Violation, register_invariant, register_settings_strategy
+from rdzv_sim.testing import Violation
 
 
 class SortedSettings(HrwSettings):
@@ -51,8 +49,7 @@ def settings(nodes: int):
                                   "last_call_timeout": st.integers(0, 3), "join_timeout": st.just(1e6)})
 
 
-rdzv_sim.register_protocol("sorted", SortedProtocol, SortedSettings)
-register_invariant("sorted", ranks_follow_names)
-register_settings_strategy("sorted", settings)
-register_round_model("sorted", HrwRounds)      # hrw's round model honours its rank order
-register_cost("sorted", "per_operation", lambda n, sc: 1e-3 * n)
+rdzv_sim.register_kit(rdzv_sim.Kit("sorted", SortedProtocol, SortedSettings, parts={
+    "round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds",   # hrw's honours its rank order
+    "invariants": [ranks_follow_names], "settings_strategy": settings,
+    "cost/per_operation": Cost(lambda n, sc: 1e-3 * n)}))

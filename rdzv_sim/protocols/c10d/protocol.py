@@ -24,7 +24,8 @@ from typing import Literal
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, Watch, digest
-from ..registry import register_protocol
+from ..kit import Kit
+from ..registry import register_kit
 from ..settings import ProtocolSettings
 from ...events import Event
 from ...ops import (BackgroundLoad, Changed, CompareSet, Emit, FirstOf, Get, HeartbeatTimes, Now,
@@ -284,4 +285,7 @@ class C10dProtocol(Protocol):
         yield from self._run(h, lambda st, now, dl, wall, beat: D.close(st, now, dl), deadline, node)
 
 
-register_protocol("c10d", C10dProtocol, C10dSettings)
+register_kit(Kit("c10d", C10dProtocol, C10dSettings, parts={
+    "round_model": "rdzv_sim.aggregate.c10d_rounds:C10dRounds", "known": "rdzv_sim.testing.known:C10D",
+    "cost/per_operation": "rdzv_sim.estimate:C10D_PER_OPERATION",
+    "cost/aggregate": "rdzv_sim.estimate:C10D_AGGREGATE"}))

@@ -12,7 +12,8 @@ from ...ops import Add, Check, CompareSet, Emit, FirstOf, Get, MultiGet, MultiSe
 from .. import ranking
 from ..base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                     RoundResult, Watch, closed_count, decode_object, digest, watch_key)
-from ..registry import register_protocol
+from ..kit import Kit
+from ..registry import register_kit
 from .failover import OneStore, StoreFailover
 from .keys import RoundKeys
 from .settings import HrwSettings
@@ -376,4 +377,8 @@ class HrwProtocol(RoundKeys, Protocol):
         yield from self.end_round_at(result.round, "preempted")
 
 
-register_protocol("hrw", HrwProtocol, HrwSettings)
+register_kit(Kit("hrw", HrwProtocol, HrwSettings, parts={
+    "round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds",
+    "invariants": "rdzv_sim.testing.invariants:HRW", "known": "rdzv_sim.testing.known:HRW",
+    "cost/per_operation": "rdzv_sim.estimate:HRW_PER_OPERATION",
+    "cost/aggregate": "rdzv_sim.estimate:HRW_AGGREGATE"}))

@@ -21,7 +21,8 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..base import NodeInfo, Protocol, RoundResult, Watch
 from ..hrw import HrwProtocol, HrwSettings
-from ..registry import register_protocol
+from ..kit import Kit
+from ..registry import register_kit
 
 
 class QuorumSettings(HrwSettings):
@@ -179,4 +180,10 @@ class QuorumProtocol(Protocol):
         yield from self._of(result).clean_up(result)
 
 
-register_protocol("quorum", QuorumProtocol, QuorumSettings)
+register_kit(Kit("quorum", QuorumProtocol, QuorumSettings, parts={
+    "round_model": "rdzv_sim.aggregate.quorum_rounds:QuorumRounds",
+    "training": "rdzv_sim.training.quorum:evaluate_quorum",
+    "settings_strategy": "rdzv_sim.testing.strategies:quorum_settings",
+    "invariants": "rdzv_sim.testing.invariants:QUORUM",
+    "cost/aggregate": "rdzv_sim.estimate:QUORUM_AGGREGATE",
+    "real/validate": "real_backend.quorum_validate:validate_quorum"}))

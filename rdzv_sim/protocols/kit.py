@@ -1,0 +1,95 @@
+"""A protocol, declared: one frozen value naming its class, its settings and its parts.
+
+    KIT = Kit("hrw", HrwProtocol, HrwSettings,
+              parts={"round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds",
+                     "invariants": "rdzv_sim.testing.invariants:HRW"})
+
+A part lives in the layer that uses it; the kit names it by "module:attribute", which that
+layer imports when it first asks (a string is not an import, so the layers hold), or holds the
+object itself (a user's file). `register_kit` refuses a kind it does not know and a named part
+that does not exist, before anything runs.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .settings import ProtocolSettings
+
+# each kind of part: the layer that reads it, and what it is
+KINDS = {
+    "round_model": "rdzv_sim.aggregate: a RoundModel subclass, the protocol's rounds at fidelity aggregate",
+    "training": "rdzv_sim.training: model(events, rounds, scenario, spans) -> TrainingResult, "
+                "instead of the stop-the-world model",
+    "settings_strategy": "rdzv_sim.testing: strategy(nodes), a Hypothesis strategy of its settings dicts",
+    "invariants": "rdzv_sim.testing: a list of check(tables, scenario) -> list[Violation], its own promises",
+    "known": "rdzv_sim.testing: a list of Known, violations the real system shares",
+    "cost/per_operation": "rdzv_sim.estimate: a Cost, seconds of simulation a round per operation",
+    "cost/aggregate": "rdzv_sim.estimate: a Cost, seconds of simulation a round at aggregate",
+    "real/validate": "real_backend: validate(scenario, out) -> verdict, when its real side is not "
+                     "the generic launcher",
+}
+
+
+@dataclass(frozen=True)
+class Kit:
+    """`protocol` (a Protocol subclass) with `settings` (a ProtocolSettings subclass), known as
+    `name`, and its `parts` by kind (`KINDS`): "module:attribute" paths or the objects."""
+    name: str
+    protocol: type
+    settings: type = ProtocolSettings
+    parts: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "parts", MappingProxyType(dict(self.parts)))
+
+
+def where(path: str) -> tuple[str, str]:
+    """("module", "attribute") of a part's path."""
+    module, sep, attr = path.partition(":")
+    if not sep or not module or not attr.isidentifier():
+        raise ValueError(f"{path!r} is not a part's path: write it 'package.module:attribute'")
+    return module, attr
+
+
+def missing(path: str) -> str | None:
+    """Why part `path` does not exist, or None where its module defines the attribute at top
+    level. Read from the source, not imported: a part's module may import its protocol."""
+    module, attr = where(path)
+    mod = sys.modules.get(module)
+    if mod is not None:
+        return None if hasattr(mod, attr) else f"module {module!r} defines no {attr!r}"
+    file = _source(module)
+    if file is None:
+        return f"there is no module {module!r}"
+    if re.search(rf"^(?:def|class) {attr}\b|^{attr}\s*(?::[^=]*)?=|^from \S+ import .*\b{attr}\b",
+                 file.read_text(), re.M) is None:
+        return f"module {module!r} defines no {attr!r} at top level"
+    return None
+
+
+def _source(module: str) -> Path | None:
+    """The file of `module`, found without importing it."""
+    top, *rest = module.split(".")
+    spec = sys.modules[top].__spec__ if top in sys.modules else importlib.util.find_spec(top)
+    if spec is None or spec.origin is None:
+        return None
+    if not rest:
+        return Path(spec.origin)
+    for base in spec.submodule_search_locations or ():
+        f = Path(base).joinpath(*rest)
+        for candidate in (f.with_suffix(".py"), f / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def resolve(path: str) -> Any:
+    """Import the part's module and return the part."""
+    module, attr = where(path)
+    return getattr(importlib.import_module(module), attr)
