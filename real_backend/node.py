@@ -19,6 +19,7 @@ def main(spec: dict) -> None:
     from rdzv_sim.protocols.registry import get, import_modules
     from rdzv_sim.scenario.load import load
     from rdzv_sim.protocols.configure import protocol_for
+    from rdzv_sim.reasons import Reason
 
     from .runtime import RealRuntime
     from .standby import wait_at_gate
@@ -42,7 +43,7 @@ def main(spec: dict) -> None:
     rt = RealRuntime(spec["host"], spec["port"], emit, op_timeout=sc.store.op_timeout, t0=t0,
                      seed=spec["seed"], workers=GlooWorkers(sc.protocol.run_id, sc.agent.collective_timeout),
                      connect=connect)
-    signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal("workers_failed"))
+    signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal(Reason.WORKERS_FAILED))
     signal.signal(signal.SIGTERM, lambda *_: terminated(rt, out))
     signal.signal(signal.SIGUSR2, lambda *_: rt.workers.toggle_frozen())   # partition / heal
     if get(sc.protocol.name).cls.torch_counterpart or spec.get("static_port"):   # torch's own handler
@@ -57,12 +58,13 @@ def main(spec: dict) -> None:
 def terminated(rt, out) -> None:
     """SIGTERM (a preemption's notice): in a round, the agent stops its workers, leaves and
     exits (the protocol may use the notice); otherwise it exits at once, as torchrun's does."""
+    from rdzv_sim.reasons import Reason
     if rt.in_round:
-        rt.signals.signal("terminated")
+        rt.signals.signal(Reason.TERMINATED)
         return
     from rdzv_sim.events import Event
     from rdzv_sim.ops import Emit
-    rt.emit(rt.now(), Emit(Event.AGENT_EXIT, detail={"reason": "terminated"}))
+    rt.emit(rt.now(), Emit(Event.AGENT_EXIT, detail={"reason": Reason.TERMINATED}))
     out.close()
     os._exit(0)
 

@@ -19,6 +19,7 @@ from datetime import timedelta
 from rdzv_sim.ops import Emit, StartWorkers
 from rdzv_sim.protocols.agent import out_of_restarts, uses_a_restart
 from rdzv_sim.protocols.base import digest
+from rdzv_sim.reasons import Reason
 
 
 def c10d_handler(spec: dict, sc):
@@ -103,12 +104,12 @@ def run_torch_agent(spec: dict, sc, rt) -> str:
         reason = None
         while reason is None:
             time.sleep(a.monitor_interval)
-            if rt.signals.take("workers_failed") or rt.signals.take("peer_failed"):
-                reason = "peer_failed"
+            if rt.signals.take(Reason.WORKERS_FAILED) or rt.signals.take(Reason.PEER_FAILED):
+                reason = Reason.PEER_FAILED
                 break
             try:
                 if handler.num_nodes_waiting() > 0:
-                    reason = "nodes_waiting"
+                    reason = Reason.NODES_WAITING
             except Exception as e:  # noqa: BLE001
                 rt.workers.stop()
                 return exit_("store_lost", repr(e))

@@ -43,6 +43,7 @@ from rdzv_sim.events import Event
 from rdzv_sim.protocols.agent import (STORE_LOSS, AgentSettings, Exit, Memory, rendezvous_with_retry,
                                       watch_round)
 from rdzv_sim.protocols.base import NodeInfo
+from rdzv_sim.reasons import Reason
 
 from . import identity
 from .launcher import free_port
@@ -317,7 +318,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
             if reason == "stop" or isinstance(value, BaseException):
                 return
             fired.add(reason)
-            if reason == "nodes_waiting":
+            if reason == Reason.NODES_WAITING:
                 self._waiting = max(1, int((yield from self.protocol.count_waiting(result))))
             else:                           # the round ended (another member left it): rejoin
                 self._waiting = max(1, self._waiting)

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from rdzv_sim.events import Event
 from rdzv_sim.ops import Emit
+from rdzv_sim.reasons import Reason
 
 
 class GlooWorkers:
@@ -59,7 +60,7 @@ class GlooWorkers:
                                            "allreduce_ok": float(x.item()) == op.members}))
         except Exception as e:  # noqa: BLE001 - a member never came: the init fails
             rt.emit(rt.now(), Emit(Event.PG_FAILED, round=op.round, detail={"error": str(e)[:200]}))
-            rt.signals.signal("peer_failed")
+            rt.signals.signal(Reason.PEER_FAILED)
             return
         self._thread = threading.Thread(target=self._train, args=(rt, self.pg, self._stop), daemon=True)
         self._thread.start()
@@ -73,7 +74,7 @@ class GlooWorkers:
                 pg.allreduce([torch.ones(1, device=self.device)]).wait()
             except Exception:  # noqa: BLE001 - a peer died or left
                 if not stop.is_set():
-                    rt.signals.signal("peer_failed")
+                    rt.signals.signal(Reason.PEER_FAILED)
                 return
 
     def stop(self) -> None:

@@ -15,7 +15,7 @@ TORCH_OK = {"hrw/torch_path.py", "hrw/gpu_check.py"}
 # bottom to top; a module belongs to the longest prefix that names it (docs/layout.md)
 LAYERS = [
     ("hrw",),
-    ("rdzv_sim.errors", "rdzv_sim.ops", "rdzv_sim.events"),
+    ("rdzv_sim.errors", "rdzv_sim.ops", "rdzv_sim.events", "rdzv_sim.reasons"),
     ("rdzv_sim.protocols",),
     ("rdzv_sim.scenario", "rdzv_sim.incidents"),
     ("rdzv_sim.trace",),

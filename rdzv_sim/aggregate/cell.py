@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..protocols.agent import out_of_restarts, uses_a_restart
+from ..reasons import Reason
 from .hosts import HostCodes, HostList
 from .round_model import CellSpec, Formed
 
@@ -99,13 +100,13 @@ class Cell:
         if t < self.t_ws:
             # dead before its workers came up: the others' process-group init (a barrier of
             # the members) waits for it in vain, as sim/pg_init.py has it per operation
-            self.leave(self.t_ws + self.job.sc.agent.collective_timeout, "peer_failed")
+            self.leave(self.t_ws + self.job.sc.agent.collective_timeout, Reason.PEER_FAILED)
         else:
-            self.leave(t + notice, "peer_failed")
+            self.leave(t + notice, Reason.PEER_FAILED)
 
     def workers_failed(self, name: str, t: float) -> None:
         if self.is_member[self.host.code[name]]:
-            self.leave(max(t, self.t_ws), "workers_failed")
+            self.leave(max(t, self.t_ws), Reason.WORKERS_FAILED)
 
     def reset(self) -> None:
         self.round = 0
@@ -145,7 +146,7 @@ class Cell:
         self.rank_of[hc] = ranks
         self.t_ws, self.waiting_noticed = t_ws, False
         if f.doomed:                       # the init barrier waits for the dead one in vain
-            self.leave(t_ws + a.collective_timeout, "peer_failed")
+            self.leave(t_ws + a.collective_timeout, Reason.PEER_FAILED)
         return t_ws
 
     def nodes_waiting(self, seen: float) -> None:
@@ -156,17 +157,17 @@ class Cell:
         self.waiting_noticed = True
         mon = self.job.sc.agent.monitor_interval
         ticks = math.ceil((max(seen, self.t_ws) - self.t_ws) / mon)
-        self.leave(self.t_ws + max(1, ticks) * mon, "nodes_waiting")
+        self.leave(self.t_ws + max(1, ticks) * mon, Reason.NODES_WAITING)
 
     def round_ended(self, t: float | None) -> None:
         """Another agent ends the running round at `t` (an hrw waiter whose probe a dead
         member did not answer): its live members leave then. None: that agent died first, and
         its end is void."""
         if t is None:
-            if self.leave_at is not None and self.leave_why == "round_ended":
+            if self.leave_at is not None and self.leave_why == Reason.ROUND_ENDED:
                 self.leave_at = None
             return
-        self.leave(t, "round_ended")
+        self.leave(t, Reason.ROUND_ENDED)
 
     def gave_up(self, t: float, names: list[str], why: str, reason: str) -> None:
         """torch's RendezvousTimeoutError or RendezvousClosedError: these agents exit."""
@@ -200,7 +201,7 @@ class Cell:
             return                                       # superseded by an earlier leave
         why, r, job = self.leave_why, self.round, self.job
         self.leave_at = None
-        if not self.members and self.model.probes_members and why != "round_ended":
+        if not self.members and self.model.probes_members and why != Reason.ROUND_ENDED:
             return          # every member died before it noticed: a waiter's probe ends the round
         # a member that stopped or crashed was dropped then: every member is alive
         members, mc = self.members, self.members.codes

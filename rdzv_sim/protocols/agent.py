@@ -15,12 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 from ..events import Event
 from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreAddress,
                    StoreError, StoreTimeout, UseStore)
+from ..reasons import Reason
 from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                    RoundResult)
 
-FAILURES = ("workers_failed", "peer_failed")
-TERMINATED = "terminated"        # SIGTERM to the agent (a preemption's notice)
-AGENT_FAILED = "agent_failed"    # the agent exits with an error (no signal)
+FAILURES = (Reason.WORKERS_FAILED, Reason.PEER_FAILED)
+TERMINATED = Reason.TERMINATED       # SIGTERM to the agent (a preemption's notice)
+AGENT_FAILED = Reason.AGENT_FAILED   # the agent exits with an error (no signal)
 
 
 class AgentSettings(BaseModel):
@@ -230,28 +231,28 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
             if not protocol.fails_over:
                 yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
             return (yield from _shut_down(protocol, node, "store_lost"))
-        if reason == "nodes_waiting":           # restart at the next monitor tick (a safe point)
+        if reason == Reason.NODES_WAITING:      # restart at the next monitor tick (a safe point)
             now = yield Now()
             yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
         yield StopWorkers(reason)
         yield Emit(Event.ROUND_LEFT, round=result.round, rank=result.rank, detail={"reason": reason})
         if uses_a_restart(reason):
             restarts += 1
-        why = "agent_failed" if out_of_restarts(restarts, cfg) else reason
+        why = AGENT_FAILED if out_of_restarts(restarts, cfg) else reason
         for attempt in range(cfg.max_rendezvous_attempts):      # ending a round is idempotent
             try:
-                if why != "round_ended":
+                if why != Reason.ROUND_ENDED:
                     yield from protocol.end_round(result, why, node)
                 break
             except (StoreError, StoreTimeout) as e:
                 lost = isinstance(e, StoreError)
-                yield Emit(Event.STORE_LOST if lost else "store_timeout", detail={"reason": str(e)})
-                if why != "agent_failed" and protocol.fails_over and (yield from memory.move(protocol, node)):
+                yield Emit(Event.STORE_LOST if lost else Event.STORE_TIMEOUT, detail={"reason": str(e)})
+                if why != AGENT_FAILED and protocol.fails_over and (yield from memory.move(protocol, node)):
                     break
                 if lost:
                     return (yield from _shut_down(protocol, node, "store_lost"))
                 yield Sleep(cfg.retry_backoff)
-        if why == "agent_failed":
+        if why == AGENT_FAILED:
             return (yield from _shut_down(protocol, node, "max_restarts"))
 
 

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from ..events import Event
 from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sleep
+from ..reasons import Reason
 from .base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed,
                    RendezvousTimeout, RoundResult, Watch, digest, watch_key)
 from .kit import Kit
@@ -113,7 +114,7 @@ class StaticProtocol(Protocol):
         return value if which == "value" else None
 
     def watch(self, result: RoundResult, state=None, node=None):
-        return [Watch(watch_key(self._k(result.round, "end")), "round_ended")]
+        return [Watch(watch_key(self._k(result.round, "end")), Reason.ROUND_ENDED)]
 
     def shutdown(self, node: NodeInfo):
         """torch's handler.shutdown(): close the rendezvous for every agent (close_on_shutdown)."""

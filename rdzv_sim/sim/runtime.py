@@ -14,6 +14,7 @@ import numpy as np
 import simpy
 
 from .. import ops as O
+from ..reasons import Reason
 from .network import Network
 from .node import SimNode
 from ..models.cpu import shared_cores
@@ -196,7 +197,7 @@ class SimRuntime(FirstOfMixin):
         for name in sorted(self.rounds.get(rnd, ())):
             n = self.nodes[name]
             if n.alive and name not in culprits:
-                n.signal("peer_failed")
+                n.signal(Reason.PEER_FAILED)
 
     def _process_group_init(self, node: SimNode, op: O.StartWorkers):
         """init_process_group is a barrier of the round's members (sim/pg_init.py): a member
@@ -205,7 +206,7 @@ class SimRuntime(FirstOfMixin):
         key = op.round + self.trace.round_offset      # a requeued job numbers rounds from 0 again
         if not (yield from self.pg_init.join(key, node.name, op.members)):
             if node.running_round == op.round:
-                node.signal("peer_failed")
+                node.signal(Reason.PEER_FAILED)
 
     # --- background heartbeats and polling (not ticked) ---------------------------------
     def _last_beat(self, desc: str):

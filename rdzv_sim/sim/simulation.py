@@ -10,6 +10,7 @@ import numpy as np
 import simpy
 
 from ..protocols.agent import elastic_agent
+from ..reasons import Reason
 from ..protocols.base import NodeInfo
 from ..incidents import logged, replay_plan
 from ..protocols.configure import protocol_for
@@ -224,7 +225,7 @@ class Simulation:
     def fail_workers(self, node: SimNode) -> None:
         """The node's workers fail (a software bug, a watchdog): its agent restarts them."""
         if node.alive and node.running_round is not None:
-            node.signal("workers_failed")
+            node.signal(Reason.WORKERS_FAILED)
 
     def fresh_store(self) -> None:
         self.store.restart()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..events import Event
+from ..reasons import Reason
 from ..scenario.faults import Act
 from ..scenario.world import World
 
@@ -60,7 +61,7 @@ class SimWorld(World):
         node = self.sim.node_at(a.node)
         self._record(node.name, Event.FAULT_AGENT_FAILURE, node.running_round)
         if node.alive and node.running_round is not None:
-            node.signal("agent_failed")     # the agent stops its workers, shuts down, exits
+            node.signal(Reason.AGENT_FAILED)     # the agent stops its workers, shuts down, exits
         elif node.alive:
             self.sim.stop(node)             # not in a round: it exits at once
 
@@ -74,7 +75,7 @@ class SimWorld(World):
         node = self.sim.node_at(a.node)
         self._record(node.name, Event.FAULT_PREEMPTION, detail={"notice": self.sim.sc.faults[a.fault].notice})
         if node.alive and node.running_round is not None:
-            node.signal("terminated")        # the agent stops its workers, leaves, exits
+            node.signal(Reason.TERMINATED)        # the agent stops its workers, leaves, exits
         else:
             self.sim.stop(node)              # not in a round: SIGTERM ends the agent at once
 

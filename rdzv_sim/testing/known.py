@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from .parts import known_of
+from ..protocols.registry import part
+from .parts import KNOWN
 
 TORCH = "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (torch 2.13)"
 
@@ -118,6 +119,15 @@ C10D = (
         *(Known(inv, _SKEW, _skewed) for inv in
           ("members_agree", "ranks_are_a_permutation", "every_member_accounted", "liveness",
            "size_within_bounds")))
+
+
+def known_of(protocol: str) -> list:
+    """Each `Known` violation of the protocol that the real system shares (its kit's `known`)."""
+    known = list(part(protocol, KNOWN, ()))
+    bad = [k for k in known if not isinstance(k, Known)]
+    if bad:
+        raise TypeError(f"protocol {protocol!r}: its known part holds {bad[0]!r}, not a rdzv_sim.testing.Known")
+    return known
 
 
 def known_for(protocol: str, violations: list, scenario=None) -> list:

@@ -20,15 +20,5 @@ def invariants_of(protocol: str) -> list:
     return checks
 
 
-def known_of(protocol: str) -> list:
-    """Each `Known` violation of the protocol that the real system shares."""
-    from .known import Known
-    known = list(part(protocol, KNOWN, ()))
-    bad = [k for k in known if not isinstance(k, Known)]
-    if bad:
-        raise TypeError(f"protocol {protocol!r}: its known part holds {bad[0]!r}, not a rdzv_sim.testing.Known")
-    return known
-
-
 def settings_strategy_of(protocol: str):
     return part(protocol, STRATEGY)

@@ -1,7 +1,7 @@
 """torchft's own quorum test cases, run against torchft's real Lighthouse (and its real
 Managers for the Manager's cases), beside the same script on `LighthouseState` / `heal_plan`:
 both must give the same quorums, ids and verdicts. The sans-IO halves alone are
-`tests/sim/test_torchft_rules.py`. A step waits for the state it needs (a request registered,
+`tests/protocols/quorum/test_torchft_rules.py`. A step waits for the state it needs (a request registered,
 a heartbeat gone stale), read from the Lighthouse's own status page, never for a fixed time."""
 from __future__ import annotations
 

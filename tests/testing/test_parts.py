@@ -6,7 +6,8 @@ from rdzv_sim.protocols import Kit, register_kit
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
 from rdzv_sim.protocols.registry import _forget
 from rdzv_sim.testing import Known
-from rdzv_sim.testing.parts import invariants_of, known_of
+from rdzv_sim.testing.known import known_of
+from rdzv_sim.testing.parts import invariants_of
 
 
 def kit(**parts):

@@ -26,6 +26,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, Watch, digest
 from ..kit import Kit
 from ..registry import register_kit
+from ...reasons import Reason
 from ..settings import ProtocolSettings
 from ...events import Event
 from ...ops import (BackgroundLoad, Changed, CompareSet, Emit, FirstOf, Get, HeartbeatTimes, Now,
@@ -274,7 +275,7 @@ class C10dProtocol(Protocol):
         yield Sleep(next_read - t)
         yield from self._sync(h)
         if h.state.wait_list:
-            return ("leave", "nodes_waiting")
+            return ("leave", Reason.NODES_WAITING)
         return ("stay", h.token)
 
     def shutdown(self, node: NodeInfo):

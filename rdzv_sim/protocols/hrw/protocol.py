@@ -9,6 +9,7 @@ from hrw import KeyRanking
 
 from ...events import Event
 from ...ops import Add, Check, CompareSet, Emit, FirstOf, Get, MultiGet, MultiSet, Now, Set, Sleep, StoreTimeout
+from ...reasons import Reason
 from .. import ranking
 from ..base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                     RoundResult, Watch, closed_count, decode_object, digest, watch_key)
@@ -317,10 +318,10 @@ class HrwProtocol(RoundKeys, Protocol):
         """A full round ignores waiting nodes (torchrun's redundancy list): restarting for them
         would admit nobody and repeat forever."""
         probe = state or 1
-        out = [Watch(watch_key(self._k(result.round, "end")), "round_ended"),
-               Watch(watch_key(self._k(result.round, f"probe{probe}")), "probe", ask=True, arg=probe)]
+        out = [Watch(watch_key(self._k(result.round, "end")), Reason.ROUND_ENDED),
+               Watch(watch_key(self._k(result.round, f"probe{probe}")), Reason.PROBE, ask=True, arg=probe)]
         if result.nnodes < self.cfg.max_nodes:
-            out.append(Watch(watch_key(self._k(result.round, "waiting")), "nodes_waiting"))
+            out.append(Watch(watch_key(self._k(result.round, "waiting")), Reason.NODES_WAITING))
         return out
 
     def count_waiting(self, result: RoundResult):

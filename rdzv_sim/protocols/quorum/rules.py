@@ -4,7 +4,7 @@ id changes, and who heals from whom.
 `QuorumRules.compute` is the Lighthouse's `quorum_compute` (torchft `src/lighthouse.rs`), its
 verdicts the reasons torchft logs; `next_quorum_id` is its `_quorum_tick`'s bump; `heal_plan` is
 the Manager's `compute_quorum_results` (`src/manager.rs`). The tests port torchft's own unit
-tests of these, case by case (`tests/sim/test_torchft_rules.py`), and run the same cases
+tests of these, case by case (`tests/protocols/quorum/test_torchft_rules.py`), and run the same cases
 against torchft's real Lighthouse and Managers where torchft is installed.
 """
 from __future__ import annotations

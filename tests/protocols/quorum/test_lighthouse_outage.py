@@ -10,7 +10,7 @@ from rdzv_sim.protocols.quorum.lighthouse import Costs, Lighthouse, QuorumRules
 def replay(sync_every: int):
     """Two groups from 1 s, 1 s steps; the Lighthouse gone 30.5-36 s, the Manager retrying every
     5 s (3 retries over 20 s). Ids never given twice: what a reused id costs on top is
-    tests/sim/test_quorum.py's."""
+    tests/protocols/quorum/test_quorum.py's."""
     costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, sync_every=sync_every,
                   quorum_retries=3, quorum_timeout=20.0, ids="unique")
     return Lighthouse(QuorumRules(heartbeat_timeout=5.0, tick=0.1), costs, duration=100.0).replay(

@@ -1,0 +1,38 @@
+"""Why an agent leaves a round is a `Reason`: the protocols' watches, the runtimes' signals and
+the agent's rules read members, never strings."""
+import ast
+from pathlib import Path
+
+from rdzv_sim.protocols.agent import uses_a_restart
+from rdzv_sim.protocols.base import RoundResult
+from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
+from rdzv_sim.reasons import Reason
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_failure_uses_a_restart_and_a_round_ended_by_others_does_not():
+    assert uses_a_restart(Reason.WORKERS_FAILED) and uses_a_restart(Reason.PEER_FAILED)
+    assert not uses_a_restart(Reason.NODES_WAITING) and not uses_a_restart(Reason.ROUND_ENDED)
+
+
+def test_hrws_watches_name_their_reasons():
+    p = HrwProtocol(HrwSettings(name="hrw", min_nodes=2, max_nodes=3).resolved(3))
+    result = RoundResult(round=0, rank=0, nnodes=2, world_size=2, first_rank=0, master="a", digest="d")
+    assert [w.reason for w in p.watch(result)] == [Reason.ROUND_ENDED, Reason.PROBE, Reason.NODES_WAITING]
+    assert f"{Reason.PROBE}" == "probe"
+
+
+def test_no_reason_is_written_as_a_string():
+    """`Watch(op, "round_ended")` or `signal("peer_failed")` would be a word nothing checks."""
+    words = {r.value for r in Reason}
+    found = []
+    for p in [*(ROOT / "rdzv_sim").rglob("*.py"), *(ROOT / "real_backend").rglob("*.py")]:
+        for node in ast.walk(ast.parse(p.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if fn in ("Watch", "signal", "take", "Local", "leave"):
+                found += [f"{p.relative_to(ROOT)}:{node.lineno}" for a in node.args
+                          if isinstance(a, ast.Constant) and a.value in words]
+    assert not found, found
