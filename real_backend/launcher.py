@@ -31,6 +31,7 @@ from .runtime import missing_ops
 from .standby import Standby
 from .world import RealWorld
 
+
 class RealRun:
     def __init__(self, scenario, workdir: str | Path | None = None, host: str = "127.0.0.1",
                  store_port: int | None = None, torch_static: bool = False):

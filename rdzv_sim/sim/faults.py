@@ -7,6 +7,7 @@ the scenario's seed, so a seed replays exactly whatever order events run in.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 

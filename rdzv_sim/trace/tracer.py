@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..events import check, check_detail, fields
+from ..events import check, check_detail, fields as event_fields
 from .columns import NA, labels_of, nullable_int32
 from .details import RANK_FIELDS
 
@@ -126,7 +126,7 @@ class Tracer:
         if i is None:
             event = check(event)                  # once per name: an unknown one is refused
             i = self._ix(self._kind_ix, self.kinds, event)
-            self.fields.append(fields(event))
+            self.fields.append(event_fields(event))
         return i
 
     def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
@@ -175,7 +175,7 @@ class Tracer:
         columns (`render_details`)."""
         n = len(nodes)
         ev = self._event(event)
-        if fields is not None:
+        if fields is not None and not fields.keys() <= self.fields[ev]:
             check_detail(self.kinds[ev], fields)
         if rnd is not None:
             rnd += self.round_offset

@@ -88,13 +88,13 @@ class StoreFailover(OneStore):
 
     def admit(self, rnd: int, infos: dict):
         p = self.protocol
-        last, read = None, False
-        if len(infos) > p.cfg.max_nodes:
-            last, read = (yield from self.last_members(rnd)), True
+        crowded = len(infos) > p.cfg.max_nodes     # read the last members first, to seat
+        last = (yield from self.last_members(rnd)) if crowded else None
+        if crowded:
             infos = self.seat(infos, last)
         if len(infos) < p.cfg.min_nodes:
             return infos, "too_few_members"
-        if not read:
+        if not crowded:
             last = yield from self.last_members(rnd)
         if self.quorate(infos.values(), last):
             return infos, None
