@@ -138,13 +138,22 @@ def lighthouse_given(steps: list[dict], kill: GroupFault) -> dict:
     """What a real run's start-up and race decided around a Lighthouse restart, which the
     model draws: the quorum id every group last had before the loss (`last_id`: how many
     quorums process start-up made, torchft numbering from 1), and the group whose retry
-    reached the fresh Lighthouse first, alone (`first_retry`; None: none came alone)."""
+    reached the fresh Lighthouse first, alone (`first_retry`; None: none came alone), and for
+    each quorum id before the loss the group whose store its process groups were built on
+    (`stores`: the store of the id's first answer; later answers of the same id name another
+    store, but nobody reconfigures then, so the keys stay where they were written; empty where
+    the records name no store, as logs from before the runner kept it)."""
     back = kill.restart_at if kill.restart_at is not None else kill.kill_at
-    before = [r for r in steps if r["q"] < kill.kill_at]
+    before = sorted((r for r in steps if r["q"] < kill.kill_at), key=lambda r: r["q"])
     after = sorted((r for r in steps if r["q"] > back), key=lambda r: r["q"])
-    out = {"last_id": max(r["quorum_id"] for r in before) if before else None, "first_retry": None}
+    out = {"last_id": max(r["quorum_id"] for r in before) if before else None, "first_retry": None,
+           "stores": {}}
     if after and len(after[0]["replicas"]) == 1:
         out["first_retry"] = int(after[0]["replicas"][0].lstrip("g"))
+    owner = {r["own_store"]: r["group"] for r in steps if r.get("own_store")}
+    for r in before:                           # in order of the calls: an id's first answer
+        if r["quorum_id"] not in out["stores"] and r.get("store") in owner:
+            out["stores"][r["quorum_id"]] = owner[r["store"]]
     return out
 
 
@@ -225,7 +234,7 @@ def validate_quorum(sc, out: str | Path) -> dict:
     sim_sc, bandwidth = calibrated(sc, real_m.get("heal_s"))
     sim = simulate(sim_sc)
     sim.save(out / "sim")
-    given = {k: real_m[k] for k in ("last_id", "first_retry") if k in real_m}
+    given = {k: real_m[k] for k in ("last_id", "first_retry", "stores") if k in real_m}
     sim_m = measure_sim(sim, cfg, given)
     verdict = {"protocol": "quorum", "real_side": f"torchft {version('torchft')} (Lighthouse + Manager, gloo)",
                "date": _time.strftime("%Y-%m-%d %H:%M"), "torch": version("torch"),

@@ -107,8 +107,10 @@ def _replica(args) -> None:
         """The Manager's own client, keeping what each quorum answer said."""
         def _quorum(self, **kw):
             q = client._quorum(**kw)
+            # store: the TCPStore its process groups meet on (torchft's primary), as `own_store` names it
             seen.update(quorum_id=q.quorum_id, replicas=sorted(r.split(":")[0] for r in q.replica_ids),
-                        heal=bool(q.heal), max_step=int(q.max_step), answered=time.monotonic())
+                        heal=bool(q.heal), max_step=int(q.max_step), answered=time.monotonic(),
+                        store=str(q.store_address), own_store=f"127.0.0.1:{store.port}")
             return q
 
         def __getattr__(self, name):

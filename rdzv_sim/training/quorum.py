@@ -44,7 +44,7 @@ def lighthouse_for(sc):
     costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
                   tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync, p.sync_every,
                   p.quorum_retries, p.quorum_timeout, a.worker_start + a.worker_start_per_node * p.group_size,
-                  p.min_replica_size or p.min_replicas, p.timeout, p.lighthouse_ids)
+                  p.min_replica_size or p.min_replicas, p.timeout, p.lighthouse_ids, p.stale_connect_timeout)
     return Lighthouse(rules, costs, sc.duration, seed=sc.seed)
 
 
@@ -101,7 +101,7 @@ def lives(spans: pd.DataFrame, rounds: pd.DataFrame, group_of_round, events: pd.
 def replay(events, rounds, sc, spans=None, **given):
     """The scenario's Lighthouse replayed over a run's group lives: (lighthouse, lives).
     `given`: what a real run decided that the model draws (`Lighthouse.first_retry`,
-    `last_id`), for a validation against it."""
+    `last_id`, `stores`), for a validation against it."""
     from .spans import round_spans
     if spans is None:
         spans = round_spans(events, sc.duration)
@@ -121,7 +121,8 @@ def quorums_table(lh, group_size: int) -> pd.DataFrame:
              "members": names(q.groups), "joined": names(q.joined), "left": names(q.left),
              "restart": q.restart, "cause": q.cause,
              "failed_at": float("nan") if q.failed_at is None else q.failed_at,
-             "quorum_id": q.quorum_id, "stale": q.stale} for q in lh.quorums]
+             "quorum_id": q.quorum_id, "stale": q.stale, "store": q.store, "hung": names(q.hung)}
+            for q in lh.quorums]
     return pd.DataFrame(rows, columns=QUORUM_COLUMNS)
 
 

@@ -61,3 +61,20 @@ def test_the_groups_a_restarted_lighthouse_gave_their_old_quorum_id():
     assert reused_ids(steps, 3, GroupFault(None, 1.0, 2.0)) == [0, 1]
     fresh = [rec(g, 0.5, 2) for g in range(3)] + [rec(g, 2.1, 1) for g in range(3)]
     assert reused_ids(fresh, 3, GroupFault(None, 1.0, 2.0)) == []
+
+
+def test_the_store_each_quorum_id_was_built_on_is_read_from_the_records():
+    """Each record names its quorum's store and its own group's: id 2 was built on group 1's
+    store (its first answer); a later answer of id 2 names group 0's, where nobody
+    reconfigured. Records from before the runner kept stores give none."""
+    from real_backend.quorum_validate import lighthouse_given
+
+    def rec(g, q, qid, store, members):
+        return {"group": g, "q": q, "quorum_id": qid, "replicas": members, "store": f"h:{store}",
+                "own_store": f"h:{90 + g}"}
+    steps = [rec(g, 0.2, 1, 90, ["g0"]) for g in (0,)] + [rec(g, 0.5, 2, 91, ["g0", "g1", "g2"]) for g in range(3)]
+    steps += [rec(g, 0.7, 2, 90, ["g0", "g1", "g2"]) for g in range(3)] + [rec(2, 2.1, 1, 92, ["g2"])]
+    assert lighthouse_given(steps, GroupFault(None, 1.0, 2.0)) == {"last_id": 2, "first_retry": 2,
+                                                                   "stores": {1: 0, 2: 1}}
+    old = [{k: v for k, v in r.items() if k not in ("store", "own_store")} for r in steps]
+    assert lighthouse_given(old, GroupFault(None, 1.0, 2.0))["stores"] == {}

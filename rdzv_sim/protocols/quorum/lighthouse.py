@@ -50,6 +50,7 @@ class Costs:
     timeout: float = 60.0           # torchft Manager's timeout: a collective that hangs fails after it
     ids: str = "restart"            # a restarted Lighthouse's quorum ids: "restart" from 1 (torchft
                                     # 0.2.0), "unique" (never one it gave before)
+    stale_connect: float = 25.0     # seconds a new process group hangs on stale keys (Gloo's connect)
 
     def lighthouse_back(self, r: float, back: float) -> tuple[float, bool]:
         """A quorum asked at r, the Lighthouse gone until `back`: when a request reaches it,
@@ -123,6 +124,9 @@ class QuorumRecord:
     stale: bool = False        # a member kept its process group (its last id was this one)
                                # while it was of other members, or while others made a new
                                # one: the quorum's first step fails
+    store: int = -1            # the group whose TCPStore its new process groups meet on
+    hung: frozenset = frozenset()   # members whose new process group found stale keys there:
+                                    # they hang in Gloo's connect while the others go on
 
 
 @dataclass
@@ -148,6 +152,8 @@ class Lighthouse:
     seed: int = 0                   # draws which group's retry reaches a fresh Lighthouse first
     first_retry: int | None = None  # ... or that group (a real run's, for its validation)
     last_id: int | None = None      # every group's id before the Lighthouse was lost (a real run's)
+    stores: dict | None = None      # quorum id -> the group whose store its process groups
+                                    # were built on, before the loss (a real run's)
 
     def replay(self, lives, outages=()):
         """lives: (group, beat, up, down[, detection]) for every life of every group: its
@@ -190,6 +196,11 @@ class Lighthouse:
         self.configured: dict = {}              # group -> (id, members) of its process group
         self.commit_failed = False              # the last quorum's step failed on a stale group
         self.stale = False                      # the quorum training now has a stale member
+        self.hung: frozenset = frozenset()      # ... and members hanging on stale keys
+        self.trained_in: dict = {}              # group -> the last quorum it trained in (the
+                                                # groups at the latest are at torchft's max_step)
+        self.keys: set = set()                  # (id, store group): a process group's keys left
+                                                # under /torchft/<id>/ on that group's TCPStore
         self.draws = np.random.default_rng(np.random.SeedSequence([self.seed, 0x11647]))
         for t, kind, g in ev:
             self._until(t)
@@ -311,15 +322,23 @@ class Lighthouse:
             if self.stale:
                 # a member's process group is of other members: the step's collectives wait for
                 # peers that never come and fail after torchft's timeout (docs/per-step.md);
-                # every member asks again
+                # every member asks again, but one hanging on stale keys, which asks only once
+                # Gloo gives up (`Costs.stale_connect` after its quorum call) and heals then
                 self.stale = False
                 self.steps.failed += self.costs.sync_every
                 self.phase, self.since = "failure", when
                 self.failed_at = when + self.costs.step_time + self.costs.timeout
                 self.broken_at = when if self.broken_at is None else self.broken_at
                 self.commit_failed = True
+                for g in self.hung:
+                    self.live[g] = max(self.live[g], self.quorums[-1].t + self.costs.stale_connect)
+                self.members -= self.hung
+                self.holders -= self.hung
+                self.hung = frozenset()
                 return
             self.phase, self.origin = "train", when
+            for g in self.members:
+                self.trained_in[g] = len(self.quorums)
             if self.joining and not self.costs.overlapped:
                 self.holders |= self.joining
                 self.joining = frozenset()
@@ -350,12 +369,12 @@ class Lighthouse:
         restart = not (self.holders & groups)
         joined = groups - self.holders if not restart else frozenset()
         left = frozenset(x[0] if isinstance(x, tuple) else x for x in self.prev or ()) - groups
-        qid, stale = self._quorum_id(groups)
+        qid, stale, store, hung = self._quorum_id(groups)
         self.quorums.append(QuorumRecord(len(self.quorums) + 1, t, groups, joined, left, restart,
                                          "restart" if restart and self.quorums and cause != "lighthouse"
                                          else cause,
-                                         self.broken_at, qid, stale))
-        self.stale = stale
+                                         self.broken_at, qid, stale, store, hung))
+        self.stale, self.hung = stale, hung
         self.broken_at = None
         self.prev = self.members = groups
         self.failed_at = None
@@ -385,20 +404,38 @@ class Lighthouse:
         if stall <= 0:
             self._act((t, "resume"))
 
-    def _quorum_id(self, groups: frozenset) -> tuple[int, bool]:
-        """torchft's id of a quorum of `groups` (`QuorumRules.next_quorum_id`), and whether a
+    def _quorum_id(self, groups: frozenset) -> tuple[int, bool, int, frozenset]:
+        """torchft's id of a quorum of `groups` (`QuorumRules.next_quorum_id`); whether a
         member keeps a process group of other members: torchft's Manager reconfigures only
         when the id differs from its last, so a member whose last id is this one, with other
         members then, keeps that group (possible only after a Lighthouse restart that numbers
-        its quorums from 1 again)."""
+        its quorums from 1 again); the group whose store the new process groups meet on; and
+        the members that hang there on stale keys."""
         self.qid = QuorumRules.next_quorum_id(self.qid, groups, self.id_prev, self.commit_failed)
         self.id_prev, self.commit_failed = groups, False
         keep = {g for g in groups if self.configured.get(g, (None,))[0] == self.qid}
         # a keeper's group is of other members, or others make a new one it is not in
         stale = any(self.configured[g][1] != groups for g in keep) or bool(keep and keep != groups)
-        for g in groups - keep:
+        new = groups - keep
+        for g in new:
             self.configured[g] = (self.qid, groups)
-        return self.qid, stale
+        store = self.store_of(groups)
+        # torchft's Manager configures under <store>/torchft/<id>/: where a process group of
+        # the same id left its keys on that store, the stale quorum's new process groups read
+        # the old addresses and hang in Gloo's connect (runs.md's path b); where none did,
+        # their store wait times out with the others' step (path a)
+        hung = frozenset(new) if stale and (self.qid, store) in self.keys else frozenset()
+        if new:
+            self.keys.add((self.qid, store))
+        return self.qid, stale, store, hung
+
+    def store_of(self, groups: frozenset) -> int:
+        """The group whose TCPStore a quorum's process groups meet on: torchft's
+        `compute_quorum_results` takes the first participant, by replica id, among those at
+        the quorum's max step (here: the groups that trained in the latest quorum; replica ids
+        taken in the groups' order)."""
+        latest = max(self.trained_in.get(g, -1) for g in groups)
+        return min(g for g in groups if self.trained_in.get(g, -1) == latest)
 
     def _lighthouse_lost(self, r: float) -> None:
         """A quorum call at r finds no Lighthouse: the job stalls until a call reaches it."""
@@ -420,14 +457,17 @@ class Lighthouse:
         self.id_prev = None
         if self.last_id is not None:            # a real run's ids before the loss (validation)
             self.configured = {g: (self.last_id, m) for g, (_, m) in self.configured.items()}
+            self.keys = {(self.last_id, s) for q, s in self.keys if q == self.qid}
             self.qid = self.last_id
+        if self.stores:                         # ... and where each id's keys were left
+            self.keys = {(q, g) for q, g in self.stores.items() if g in self.live}
         if self.costs.ids == "restart":         # torchft 0.2.0: a fresh Lighthouse counts from 0
             self.qid = 0
         live = sorted(self.live)
         if self.died:                           # fresh processes, heartbeating from their start
             self.holders = set()
             self.died = False
-            self.configured = {}
+            self.configured, self.keys, self.trained_in = {}, set(), {}
             asked = {g: t for g in live}
             beating = set(self.live) | set(self.beats)
         else:
@@ -450,6 +490,9 @@ class Lighthouse:
         self.live.pop(g, None)
         self.beats.pop(g, None)
         self.holders.discard(g)
+        self.trained_in.pop(g, None)            # a restarted process is at step 0, its store new
+        self.keys = {k for k in self.keys if k[1] != g}
+        self.hung = self.hung - {g}
         self.dead = {x: until for x, until in self.dead.items() if until > t}
         self.dead[(g, t)] = t + self.rules.heartbeat_timeout
         if self.prev and g in self.prev:          # the last quorum's member is that dead life

@@ -66,6 +66,11 @@ class QuorumSettings(HrwSettings):
         "again (torchft 0.2.0, and its main branch as of 2026-04): a group whose last id comes "
         "again keeps its process group, and that quorum's first step fails; 'unique' never gives "
         "an id twice (a fix torchft does not ship)")
+    stale_connect_timeout: PositiveFloat = Field(
+        25.0, description="seconds a group making a new process group under a reused quorum id waits when "
+        "the store it is told to use still holds that id's keys, naming the old process group's addresses: "
+        "Gloo's connect to them gives up after this (measured with torchft 0.2.0 and timeout 5 s: "
+        "reports/validation/validate-quorum-lighthouse/runs.md); meanwhile the others form a quorum without it")
     timeout: PositiveFloat = Field(60.0, description="torchft Manager's timeout: a step whose collective hangs "
                                    "on a group that vanished fails after it (a killed process's fails as "
                                    "fast as the group's own peers notice it)")

@@ -324,6 +324,53 @@ def test_a_group_given_its_old_id_with_the_others_reconfiguring_fails_the_quorum
     assert [q.stale for q in fixed.quorums] == [False] * 3 and fixed.steps.failed == 1
 
 
+def _lost_lighthouse3(**given) -> Lighthouse:
+    costs = Costs(step_time=1.0, quorum_cost=0.0, reconfigure=1.0, quorum_retries=3, quorum_timeout=20.0,
+                  timeout=3.0, ids="restart", stale_connect=25.0)
+    return Lighthouse(QuorumRules(join_timeout=1.0, heartbeat_timeout=5.0, tick=0.1), costs, duration=100.0,
+                      last_id=2, **given).replay([(g, 0.0, 1.0, math.inf) for g in range(3)],
+                                                 outages=[(30.5, 36.0)])
+
+
+def test_a_new_process_group_on_the_store_that_holds_its_ids_old_keys_hangs_and_the_others_go_on():
+    """runs.md's path b: the quorum before the loss met on group 0's store (the first group at
+    its max step), so its keys stay under /torchft/2/ there; the lone first retry, group 0, is
+    at the max step of the stale quorum 2 and its store serves it again: group 0's new process
+    group reads the old addresses and hangs in Gloo's connect (25 s from the call at 38 s),
+    groups 1 and 2 fail their step (43 s), wait the join timeout for it and train as id 3
+    without it (44 s); group 0 asks at 63 s and joins, healing. The near miss (path a): the
+    lone retry is group 1, whose store holds no id-2 keys: its wait fails with the others'
+    step and all three meet as id 3."""
+    b = _lost_lighthouse3(first_retry=0)
+    assert [(q.t, sorted(q.groups), q.quorum_id, q.store, sorted(q.hung), sorted(q.joined))
+            for q in b.quorums[1:]] == [
+        (36.0, [0], 1, 0, [], []), (38.0, [0, 1, 2], 2, 0, [0], []), (44.0, [1, 2], 3, 1, [], []),
+        (63.0, [0, 1, 2], 4, 1, [], [0])]
+    a = _lost_lighthouse3(first_retry=1)
+    assert [(q.t, sorted(q.groups), q.quorum_id, q.store, sorted(q.hung)) for q in a.quorums[1:]] == [
+        (36.0, [1], 1, 1, []), (38.0, [0, 1, 2], 2, 1, []), (43.0, [0, 1, 2], 3, 1, [])]
+    assert (a.steps.failed, b.steps.failed) == (2, 2)
+
+
+def test_the_stores_a_real_run_built_its_process_groups_on_are_given_to_the_model():
+    """`stores` (for each quorum id before the loss, the group whose store its process groups
+    were built on) replaces the model's own: group 1's store holding id 2's keys, group 1 as
+    the lone retry hangs; group 0's store holding them, it does not."""
+    assert sorted(_lost_lighthouse3(first_retry=1, stores={1: 0, 2: 1}).quorums[2].hung) == [1]
+    assert not _lost_lighthouse3(first_retry=1, stores={1: 1, 2: 0}).quorums[2].hung
+
+
+def test_a_quorums_store_is_the_first_group_at_its_max_step():
+    """torchft's primary: the first participant (by replica id) among those at the max step;
+    a group that trained in a later quorum is ahead of one that did not."""
+    lh = Lighthouse(QuorumRules(), Costs(), duration=1.0)
+    lh.trained_in = {0: 3, 1: 5, 2: 5}
+    assert lh.store_of(frozenset({0, 1, 2})) == 1
+    assert lh.store_of(frozenset({0, 2})) == 2
+    lh.trained_in = {1: 5}
+    assert lh.store_of(frozenset({0, 2})) == 0          # neither trained yet: all at step 0
+
+
 def test_which_retry_comes_first_is_drawn_from_the_seed():
     firsts = {min(_lost_lighthouse_seeded(seed).quorums[1].groups) for seed in range(12)}
     assert firsts == {0, 1}
