@@ -48,7 +48,7 @@ def one(n: int, seed: int, duration: float, fidelity: str) -> dict:
     stats = sim.run(None)
     wall = time.perf_counter() - t0
     attempts = sim.model.race.attempts if fidelity == "aggregate" else sim.protocol.attempts()
-    r = build(sc, sim.trace, stats, sim.runtime.round_ops, sim.runtime.load, sim.runtime.load_bin)
+    r = build(sc, sim.trace, stats, *sim.store_work())
     ev = r.events
     conf = ev[ev.event == "confirmed"]
     cas = conf.detail.map(lambda d: json.loads(d).get("cas_attempts", 0))

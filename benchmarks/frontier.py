@@ -48,7 +48,7 @@ def child(name: str, overrides: list[str], report: bool) -> dict:
     t1 = time.perf_counter()
     stats = sim.run(None)
     t2 = time.perf_counter()
-    r = build(sc, sim.trace, stats, sim.runtime.round_ops, sim.runtime.load, sim.runtime.load_bin)
+    r = build(sc, sim.trace, stats, *sim.store_work())
     t3 = time.perf_counter()
     rep = None
     if report:

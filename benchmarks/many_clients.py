@@ -55,7 +55,7 @@ def simulate_c10d(n: int, base: float, per_byte: float, keep_alive: float, join_
                             "keep_alive_interval": keep_alive, "join_timeout": join_timeout}})
     sim = Simulation(sc)
     stats = sim.run(None)
-    r = build(sc, sim.trace, stats, sim.runtime.round_ops, sim.runtime.load, sim.runtime.load_bin)
+    r = build(sc, sim.trace, stats, *sim.store_work())
     done = len(r.rounds) > 0
     cas = sim.protocol.attempts()
     return {"seed": seed, "completed": done, "wall_s": float(r.rounds.end.iloc[0]) if done else None,

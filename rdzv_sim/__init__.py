@@ -28,6 +28,7 @@ def load_scenario(source, overrides=(), seed=None):
 
 _LAZY = {"register_kit": ("protocols.registry", "register_kit"),
          "Kit": ("protocols.kit", "Kit"),
+         "Capabilities": ("protocols.kit", "Capabilities"),
          "Protocol": ("protocols.base", "Protocol"),
          "ProtocolSettings": ("protocols.settings", "ProtocolSettings"),
          "ScenarioError": ("scenario.load", "ScenarioError"),
@@ -42,5 +43,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'rdzv_sim' has no attribute {name!r}")
 
 
-__all__ = ["run", "load_scenario", "Kit", "register_kit", "Error", "Protocol", "ProtocolSettings",
+__all__ = ["run", "load_scenario", "Kit", "Capabilities", "register_kit", "Error", "Protocol", "ProtocolSettings",
            "ScenarioError", "RunResult", "__version__"]

@@ -15,6 +15,6 @@ def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunRe
     else:
         sim = Simulation(sc)
     stats = sim.run(progress)
-    trace, rt = sim.trace, sim.runtime
+    trace, (by_round, by_bin, bin_s) = sim.trace, sim.store_work()
     del sim                                  # its world is done with: only the trace is kept
-    return build(sc, trace, stats, rt.round_ops, rt.load, rt.load_bin)
+    return build(sc, trace, stats, by_round, by_bin, bin_s)

@@ -80,7 +80,7 @@ def estimate(sc) -> Estimate:
     k = rounds(sc)
     faster = ""
     agg = (cost_of(name, "aggregate") or cost_of("hrw", "aggregate")) \
-        if "aggregate" in get(name).cls.fidelities else None
+        if "aggregate" in get(name).caps.fidelities else None
     if sc.fidelity == "per_operation" and agg is not None:
         faster = (f"--set fidelity=aggregate would take about {k * agg.per_round(n, sc):,.0f} s"
                   + (agg.hint(n) if agg.hint else ""))

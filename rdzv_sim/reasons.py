@@ -1,5 +1,6 @@
 """Why an agent leaves a running round: a local signal, or a watch its protocol set (the
-`round_left` event's `reason`). Values are `str`, so the tables keep plain strings."""
+`round_left` event's `reason`); and why it exits (`agent_exit`'s). Values are `str`, so the
+tables keep plain strings."""
 from __future__ import annotations
 
 from enum import Enum
@@ -18,3 +19,21 @@ class Reason(str, Enum):
 
 
 SIGNALS = (Reason.WORKERS_FAILED, Reason.PEER_FAILED, Reason.TERMINATED, Reason.AGENT_FAILED)
+
+
+class ExitReason(str, Enum):
+    """Why an agent gives up (the `agent_exit` event's `reason`)."""
+    __str__ = str.__str__
+    __format__ = str.__format__
+    MAX_RESTARTS = "max_restarts"                    # a failure past its max_restarts
+    RENDEZVOUS_TIMEOUT = "rendezvous_timeout"        # no round before the join timeout
+    RENDEZVOUS_CLOSED = "rendezvous_closed"          # another agent closed the rendezvous
+    STORE_LOST = "store_lost"                        # its store is gone (and no failover found one)
+    STORE_TIMEOUT = "store_timeout"                  # store calls timed out, attempts used up
+    NO_QUORUM = "no_quorum"                          # fenced: the majority meets elsewhere
+    TOO_MANY_FAILED_ROUNDS = "too_many_failed_rounds"   # max_rendezvous_attempts rounds failed
+    AGENT_FAILED = "agent_failed"                    # the agent itself failed (a fault)
+
+
+# what makes a member of a failing-over protocol look for the next store
+STORE_LOSS = (ExitReason.STORE_LOST, ExitReason.STORE_TIMEOUT, ExitReason.NO_QUORUM)

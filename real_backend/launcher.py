@@ -36,7 +36,7 @@ class RealRun:
     def __init__(self, scenario, workdir: str | Path | None = None, host: str = "127.0.0.1",
                  store_port: int | None = None, torch_static: bool = False):
         self.sc = load(scenario)
-        if torch_static and get(self.sc.protocol.name).cls.torch_baseline is None:
+        if torch_static and get(self.sc.protocol.name).caps.torch_baseline is None:
             raise ValueError("torch_static is the baseline of protocol 'static'; this scenario "
                              f"runs {self.sc.protocol.name!r}")
         # torch's StaticTCPRendezvous: its store listens on node 0's address, on this port
@@ -345,7 +345,7 @@ def replicated_problem(sc) -> None:
     why = available()
     if why:
         raise ValueError(f"store.kind: replicated runs for real on etcd, and {why}")
-    if get(sc.protocol.name).cls.torch_counterpart:
+    if get(sc.protocol.name).caps.torch_counterpart:
         raise ValueError(f"store.kind: replicated: protocol {sc.protocol.name!r} runs for real as "
                          "torch's own handler, which needs a TCPStore (torch's etcd backend is "
                          "torchrun's etcd-v2: benchmarks/store_failure.py)")
@@ -360,7 +360,7 @@ def refuse(sc) -> None:
     operations the runtime does not have, and no torch handler stands in for it."""
     spec = get(sc.protocol.name)
     missing = missing_ops(spec)
-    if missing and not spec.cls.torch_counterpart:
+    if missing and not spec.caps.torch_counterpart:
         raise ValueError(f"protocol {spec.name!r} needs {', '.join(missing)}, which the real "
                          "runtime does not give; run it in the simulator only")
 

@@ -46,7 +46,7 @@ def main(spec: dict) -> None:
     signal.signal(signal.SIGUSR1, lambda *_: rt.signals.signal(Reason.WORKERS_FAILED))
     signal.signal(signal.SIGTERM, lambda *_: terminated(rt, out))
     signal.signal(signal.SIGUSR2, lambda *_: rt.workers.toggle_frozen())   # partition / heal
-    if get(sc.protocol.name).cls.torch_counterpart or spec.get("static_port"):   # torch's own handler
+    if get(sc.protocol.name).caps.torch_counterpart or spec.get("static_port"):   # torch's own handler
         why = run_torch_agent(spec, sc, rt)
     else:
         info = NodeInfo(spec["name"], spec["addr"], 1, spec["index"], pid=os.getpid())

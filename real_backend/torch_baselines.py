@@ -19,7 +19,8 @@ from datetime import timedelta
 from rdzv_sim.ops import Emit, StartWorkers
 from rdzv_sim.protocols.agent import out_of_restarts, uses_a_restart
 from rdzv_sim.protocols.base import digest
-from rdzv_sim.reasons import Reason
+from rdzv_sim.events import Event
+from rdzv_sim.reasons import ExitReason, Reason
 
 
 def c10d_handler(spec: dict, sc):
@@ -70,37 +71,37 @@ def run_torch_agent(spec: dict, sc, rt) -> str:
     def emit(event, **kw):
         rt.emit(rt.now(), Emit(event, **kw))
 
-    def exit_(reason, why=""):
-        if why:
-            emit(reason, detail={"reason": why[:300]})
-        emit("agent_exit", detail={"reason": reason})
+    def exit_(reason: ExitReason, why=""):
+        if why:                                  # the event of the same name says why first
+            emit(Event(reason.value), detail={"reason": why[:300]})
+        emit(Event.AGENT_EXIT, detail={"reason": reason})
         return reason
 
     try:
         make = static_handler if spec.get("static_port") else c10d_handler
         handler, describe = make(spec, sc)
     except Exception as e:  # noqa: BLE001
-        return exit_("store_lost", repr(e))
+        return exit_(ExitReason.STORE_LOST, repr(e))
     restarts = 0
     while True:
         t_join = rt.now()
-        emit("rendezvous_start", detail={"restarts": restarts})
+        emit(Event.RENDEZVOUS_START, detail={"restarts": restarts})
         try:
             info = handler.next_rendezvous()
         except rdzv_api.RendezvousClosedError as e:
-            return exit_("rendezvous_closed", repr(e))
+            return exit_(ExitReason.RENDEZVOUS_CLOSED, repr(e))
         except rdzv_api.RendezvousTimeoutError as e:
-            return exit_("rendezvous_timeout", repr(e))
+            return exit_(ExitReason.RENDEZVOUS_TIMEOUT, repr(e))
         except Exception as e:  # noqa: BLE001 - connection errors, a dead store
-            return exit_("store_lost", repr(e))
+            return exit_(ExitReason.STORE_LOST, repr(e))
         rnd, master, members = describe(info)
         rank, world = info.rank, info.world_size
-        emit("confirmed", round=rnd, rank=rank)
-        emit("rank_assigned", round=rnd, rank=rank, world_size=world,
+        emit(Event.CONFIRMED, round=rnd, rank=rank)
+        emit(Event.RANK_ASSIGNED, round=rnd, rank=rank, world_size=world,
              detail={"nnodes": world, "first_rank": rank, "master": master,
                      "digest": digest(members), "latency": rt.now() - t_join})
         rt.workers.start(StartWorkers(rnd, rank, world, world, master), rt)
-        emit("workers_started", round=rnd, rank=rank, world_size=world)
+        emit(Event.WORKERS_STARTED, round=rnd, rank=rank, world_size=world)
         reason = None
         while reason is None:
             time.sleep(a.monitor_interval)
@@ -112,11 +113,11 @@ def run_torch_agent(spec: dict, sc, rt) -> str:
                     reason = Reason.NODES_WAITING
             except Exception as e:  # noqa: BLE001
                 rt.workers.stop()
-                return exit_("store_lost", repr(e))
+                return exit_(ExitReason.STORE_LOST, repr(e))
         rt.workers.stop()
-        emit("round_left", round=rnd, rank=rank, detail={"reason": reason})
+        emit(Event.ROUND_LEFT, round=rnd, rank=rank, detail={"reason": reason})
         if uses_a_restart(reason):
             restarts += 1
             if out_of_restarts(restarts, sc.agent):
                 handler.shutdown()
-                return exit_("max_restarts")
+                return exit_(ExitReason.MAX_RESTARTS)

@@ -117,14 +117,14 @@ def parse(params, backend: str, protocol: str | None = None):
     if ignored:
         log.info("--rdzv-conf: %s are torch's own keys; protocol %r does not use them.",
                  ", ".join(ignored), name)
-    if "rank" in conf and not spec.cls.ranks_given:
+    if "rank" in conf and not spec.caps.ranks_given:
         raise ValueError(f"--rdzv-conf rank=...: protocol {name!r} gives ranks by the rendezvous; "
                          "a fixed rank is the static backend's (--rdzv-backend=static)")
     try:
         handler = HandlerSettings(**{k: v for k, v in conf.items() if k in HANDLER_KEYS})
     except ValidationError as e:
         raise _value_error(e, conf) from None
-    if spec.cls.ranks_given and handler.rank is None:
+    if spec.caps.ranks_given and handler.rank is None:
         raise ValueError(f"protocol {name!r} needs each node's rank: torchrun --node-rank (or "
                          "--rdzv-conf rank=N)")
     given = {k: v for k, v in TORCHRUN_DEFAULTS.items() if k in own}
@@ -148,10 +148,10 @@ def parse(params, backend: str, protocol: str | None = None):
 
 def not_served(spec) -> str | None:
     """Why the handler cannot run protocol `spec` for real (None: it can)."""
-    if spec.cls.torch_counterpart:
-        return f"torch's own --rdzv-backend={spec.cls.torch_counterpart} is that protocol"
-    if not spec.cls.torchrun:
-        return f"protocol {spec.name!r} does not run under torchrun's agent ({spec.cls.torchrun_why})"
+    if spec.caps.torch_counterpart:
+        return f"torch's own --rdzv-backend={spec.caps.torch_counterpart} is that protocol"
+    if spec.caps.torchrun:
+        return f"protocol {spec.name!r} does not run under torchrun's agent ({spec.caps.torchrun})"
     missing = missing_ops(spec)
     if missing:
         return f"protocol {spec.name!r} needs {', '.join(missing)}, which the real runtime does not give"

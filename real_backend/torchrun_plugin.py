@@ -43,7 +43,7 @@ from rdzv_sim.events import Event
 from rdzv_sim.protocols.agent import (STORE_LOSS, AgentSettings, Exit, Memory, rendezvous_with_retry,
                                       watch_round)
 from rdzv_sim.protocols.base import NodeInfo
-from rdzv_sim.reasons import Reason
+from rdzv_sim.reasons import ExitReason, Reason
 
 from . import identity
 from .launcher import free_port
@@ -92,12 +92,12 @@ class ProtocolRendezvousHandler(RendezvousHandler):
         else:
             self.etcd = None
             self.host, self.port = _endpoint(params.endpoint)
-        if self.etcd and getattr(self.cfg, "store_failover", False):
+        if self.etcd and self.cfg.fails_over:
             raise ValueError("--rdzv-conf store_failover=true is for a TCPStore: an etcd cluster "
                              "(store=etcd) fails over by itself")
         self.run_id = params.run_id
         self.read_timeout = hs.read_timeout
-        self.protocol = spec.make(self.cfg)
+        self.protocol = spec.make(self.cfg)      # one agent process: one handler, its own protocol
         self.agent_cfg = AgentSettings(max_rendezvous_attempts=hs.max_attempts)
         self.addr = params.local_addr or hs.local_addr or socket.getfqdn()
         self.index = hs.rank or 0                # the node's own rank, where the protocol wants it
@@ -216,9 +216,9 @@ class ProtocolRendezvousHandler(RendezvousHandler):
             log.warning("The node '%s' gives up the %s rendezvous '%s': %s %s", self.name,
                         self.proto, self.run_id, result.reason, result.why)
             self._emit(time.monotonic() - self._t0, O.Emit(Event.AGENT_EXIT, detail={"reason": result.reason}))
-            if result.reason == "rendezvous_closed":
+            if result.reason == ExitReason.RENDEZVOUS_CLOSED:
                 raise RendezvousClosedError(result.why)
-            if result.reason == "store_lost":
+            if result.reason == ExitReason.STORE_LOST:
                 raise RendezvousConnectionError(f"{self.proto} rendezvous lost the store: {result.why}")
             raise RendezvousTimeoutError(f"{self.proto} rendezvous gave up: {result.reason} {result.why}".strip())
         self._last, self._waiting = result, 0

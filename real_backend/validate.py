@@ -127,7 +127,7 @@ def validate(scenario, out: str | Path, torch_static: bool = False, torchrun: bo
     own = validator_of(sc.protocol.name)             # quorum: the real side is torchft's Lighthouse
     if own is not None:
         return own(sc, out)
-    if torch_static and get(sc.protocol.name).cls.torch_baseline is None:
+    if torch_static and get(sc.protocol.name).caps.torch_baseline is None:
         raise ValueError(f"--torch-static compares the static model with torch's static "
                          f"rendezvous; this scenario runs {sc.protocol.name!r}")
     out = Path(out)
@@ -150,9 +150,9 @@ def validate(scenario, out: str | Path, torch_static: bool = False, torchrun: bo
     verdict["median_rel_error_as_configured"] = compare(plain, real)[1]["median_rel_error"]
     table.to_csv(out / "latency_comparison.csv", index=False)
     spec = get(sc.protocol.name)
-    deterministic = spec.cls.deterministic
+    deterministic = spec.caps.deterministic
     verdict["protocol"], verdict["deterministic"] = sc.protocol.name, deterministic
-    verdict["real_side"] = (f"torch's own {spec.cls.torch_counterpart} handler" if spec.cls.torch_counterpart else
+    verdict["real_side"] = (f"torch's own {spec.caps.torch_counterpart} handler" if spec.caps.torch_counterpart else
                             "torch StaticTCPRendezvous" if torch_static else
                             "torchrun's agents, --rdzv-backend=rdzv-sim" if torchrun else "this project's protocol")
     verdict["passed"] = (not deterministic) or (verdict["same_round_count"] and verdict["same_members_and_ranks"])

@@ -58,7 +58,7 @@ def literal_events():
 
 def test_every_event_the_code_writes_is_listed():
     found = literal_events()
-    assert len(found) > 60                       # the scan sees the code's events
+    assert len(found) > 40                       # the scan sees the code's events (fewer as they become members)
     unknown = [(w, n) for w, n in found if n not in NAMES and not n.startswith("node")]
     assert not unknown, unknown
 
@@ -98,7 +98,7 @@ def test_protocols_and_runtimes_emit_events_by_type():
     found = []
     for p in [*(ROOT / "rdzv_sim").rglob("*.py"), *(ROOT / "real_backend").rglob("*.py")]:
         for node in ast.walk(ast.parse(p.read_text())):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Emit" and node.args
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("Emit", "emit") and node.args
                     and isinstance(node.args[0], ast.Constant)):
                 found.append(f"{p.relative_to(ROOT)}:{node.lineno}")
     assert not found, found

@@ -6,7 +6,7 @@ from pathlib import Path
 from rdzv_sim.protocols.agent import uses_a_restart
 from rdzv_sim.protocols.base import RoundResult
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
-from rdzv_sim.reasons import Reason
+from rdzv_sim.reasons import ExitReason, Reason
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,3 +36,23 @@ def test_no_reason_is_written_as_a_string():
                 found += [f"{p.relative_to(ROOT)}:{node.lineno}" for a in node.args
                           if isinstance(a, ast.Constant) and a.value in words]
     assert not found, found
+
+
+def test_no_exit_reason_is_written_as_a_string():
+    """`Exit("store_lost")`, `gave_up(t, names, "rendezvous_timeout", ...)`: an agent's exit is
+    an `ExitReason` where it is decided, in the agent, the round models and the real agents."""
+    words = {r.value for r in ExitReason}
+    found = []
+    for p in [*(ROOT / "rdzv_sim").rglob("*.py"), *(ROOT / "real_backend").rglob("*.py")]:
+        for node in ast.walk(ast.parse(p.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if fn in ("Exit", "_exit", "_shut_down", "gave_up", "exit_"):
+                found += [f"{p.relative_to(ROOT)}:{node.lineno}" for a in node.args
+                          if isinstance(a, ast.Constant) and a.value in words]
+    assert not found, found
+
+
+def test_an_exit_reason_is_its_word_in_the_tables():
+    assert f"{ExitReason.MAX_RESTARTS}" == "max_restarts" and ExitReason.STORE_LOST == "store_lost"

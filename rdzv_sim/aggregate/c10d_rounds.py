@@ -15,6 +15,7 @@ import numpy as np
 from ..protocols.base import digest
 from ..protocols.c10d.protocol import CACHE_DURATION
 from ..protocols.c10d.state import addr_of, desc
+from ..reasons import ExitReason
 from .c10d_race import C10dRace, Said
 from .round_model import Formed, RoundModel
 
@@ -116,11 +117,11 @@ class C10dRounds(RoundModel):
 
     def _on_timeout(self, t: float, name: str, d: dict) -> None:
         self.started.pop(name, None)
-        self.job.gave_up(t, [name], "rendezvous_timeout", "the join timeout passed")
+        self.job.gave_up(t, [name], ExitReason.RENDEZVOUS_TIMEOUT, "the join timeout passed")
 
     def _on_closed(self, t: float, name: str, d: dict) -> None:
         self.started.pop(name, None)
-        self.job.gave_up(t, [name], "rendezvous_closed", "the rendezvous is closed")
+        self.job.gave_up(t, [name], ExitReason.RENDEZVOUS_CLOSED, "the rendezvous is closed")
 
     def _maybe_run(self) -> None:
         """Every live member of the completed round has read that it is complete: the round

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..protocols.agent import out_of_restarts, uses_a_restart
-from ..reasons import Reason
+from ..reasons import ExitReason, Reason
 from .hosts import HostCodes, HostList
 from .round_model import CellSpec, Formed
 
@@ -137,7 +137,7 @@ class Cell:
                        world_size=world)
         self.model.running(f, t_ws)
         key = self.table_round(r) + self.job.trace.round_offset
-        acc = self.job.runtime.round_ops.setdefault(key, [0, 0])
+        acc = self.job.round_ops.setdefault(key, [0, 0])
         acc[0] += self.model.ops - f.since[0]
         acc[1] += self.model.bytes - f.since[1]
         self._clear_members()
@@ -219,7 +219,7 @@ class Cell:
                 names, times = [], []
                 for m, c, tb in zip(members, mc.tolist(), back):
                     if out_of_restarts(int(restarts[c]), job.agent_cfg):
-                        job.trace.record(t, m, "agent_exit", detail={"reason": "max_restarts"})
+                        job.trace.record(t, m, "agent_exit", detail={"reason": ExitReason.MAX_RESTARTS})
                         job.exited.add(m)
                         self.model.gone(m, t)
                         out.append(m)

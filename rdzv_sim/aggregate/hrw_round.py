@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..protocols.base import digest
+from ..reasons import ExitReason
 from .queue import Fifo
 from .round_model import Formed, RoundModel
 
@@ -172,7 +173,7 @@ class HrwRounds(RoundModel):
     def enter(self, names: list[str], times: list[float]) -> None:
         if self.closed:                          # each finds `P/closed` set: RendezvousClosed
             for name, t in zip(names, times):
-                self.job.gave_up(t + 2 * self.job.lat[name], [name], "rendezvous_closed",
+                self.job.gave_up(t + 2 * self.job.lat[name], [name], ExitReason.RENDEZVOUS_CLOSED,
                                  "the rendezvous is closed")
             return
         codes = self.job.host.of(names)
@@ -283,7 +284,7 @@ class HrwRounds(RoundModel):
         waiting = self.job.host.named(self._joined())
         self._clear()
         for name in waiting:
-            self.job.gave_up(t + 2 * self.job.lat[name], [name], "rendezvous_closed",
+            self.job.gave_up(t + 2 * self.job.lat[name], [name], ExitReason.RENDEZVOUS_CLOSED,
                              "the rendezvous was closed while it waited")
 
     def _clear(self) -> None:
@@ -364,7 +365,7 @@ class HrwRounds(RoundModel):
         if rt is None:                                   # too few joined in time: they give up
             self.fifo.free_at, self.fifo.ops, self.fifo.bytes = saved
             self._clear()
-            job.gave_up(now, host.named(jc), "rendezvous_timeout",
+            job.gave_up(now, host.named(jc), ExitReason.RENDEZVOUS_TIMEOUT,
                         "fewer than min_nodes joined in time")
             return
         r = job.round

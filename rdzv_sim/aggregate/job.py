@@ -20,24 +20,28 @@ first running moments.
 """
 from __future__ import annotations
 
+from ..sim.job import Job
 from ..sim.node import SimNode
-from ..sim.simulation import Simulation
-from ..trace import RunStats
 from .cell import Cell
 from .round_model import round_model_of
 
 
-class AggregateJob(Simulation):
+class AggregateJob(Job):
+    """The job's shared world (`Job`) and its rendezvous (`Cell`s, each with the protocol's
+    round model); no agent generators, no per-request runtime."""
+
     def __init__(self, sc):
         super().__init__(sc)
         self.lat = {h: float(self.net.base[h]) for h in self.hosts}
         self.exited: set[str] = set()     # hosts up whose agent gave up (until requeued)
         self.gen = 0                      # job attempt: callbacks of an earlier one are void
+        self.round_ops: dict[int, list] = {}     # round -> [ops, bytes] (the rounds table's)
         model = round_model_of(sc.protocol.name)
         self.cells = [Cell(self, spec) for spec in model.cells(self)]
         self.cell_of = {h: c for c in self.cells for h in c.hosts}
         for c in self.cells:
             c.model = model(c)
+        self.schedule()
 
     @property
     def model(self):
@@ -46,7 +50,7 @@ class AggregateJob(Simulation):
             raise AttributeError("this job is many rendezvous: each cell has its model")
         return self.cells[0].model
 
-    # --- the fault and scheduler API of Simulation ------------------------------------
+    # --- the agents' side of the fault and scheduler interface (`Job`) --------------------
     def start(self, node: SimNode, why: str) -> None:
         if node.alive or not self.scheduler.may_start(node, why):
             return
@@ -110,9 +114,11 @@ class AggregateJob(Simulation):
         if not self._agents_left():
             self.scheduler.requeue("no_agent_left")
 
-    # --- running -----------------------------------------------------------------------
-    def run(self, progress=None, slices: int = 1000) -> RunStats:
-        stats = super().run(progress, slices)
-        stats.store_ops = sum(c.model.ops for c in self.cells)
-        stats.store_bytes = sum(c.model.bytes for c in self.cells)
-        return stats
+    # --- the store's work, for the tables ---------------------------------------------
+    def store_work(self) -> tuple[dict, dict, float]:
+        """By round (each cell adds a round's as its workers start); no time bins: the round
+        models count requests, they do not serve them one by one."""
+        return self.round_ops, {}, max(1.0, self.sc.duration / 2000)
+
+    def store_totals(self) -> tuple[int, int]:
+        return sum(c.model.ops for c in self.cells), sum(c.model.bytes for c in self.cells)

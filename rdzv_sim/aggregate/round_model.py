@@ -6,11 +6,12 @@ A round model holds the rest, the way a SimPy resource fills in `_do_put`/`_do_g
 agents that entered a rendezvous make a round, in which ranks, and what their store requests
 cost. It answers the job through three calls: `job.formed(Formed)`, `job.nodes_waiting(seen)`
 and `job.gave_up(t, names, why, reason)` (`job` is its rendezvous' cell, `cell.py`). It is a part of the protocol's kit
-(its kit's `round_model` part); the protocol lists "aggregate" in its `fidelities`.
+(its kit's `round_model` part); its kit's `Capabilities` list "aggregate" in `fidelities`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol as Interface
 
 from ..protocols.registry import part
 
@@ -45,9 +46,33 @@ class CellSpec:
     step: int = 1
 
 
+class Rendezvous(Interface):
+    """The port a round model sees as `self.job`: one rendezvous of the job (`cell.Cell`), not
+    the job. A test holds every round model to these names."""
+    sc: object              # the scenario as this rendezvous reads it
+    protocol: object        # the protocol instance that keys its store
+    hosts: list             # its hosts' names
+    host: object            # ... as codes (`hosts.HostCodes`): arrays by host code
+    nodes: dict             # name -> SimNode (its `info`: what a host tells the store)
+    lat: dict               # name -> one-way latency to the store, seconds
+    env: object             # the SimPy environment (`now`)
+    trace: object           # the recorder, with this rendezvous' round numbers
+    round: int              # the store's round now (a requeue starts again at 0)
+    members: object         # the running round's members (`hosts.HostList`)
+    is_member: object       # by host code
+    restarts: object        # restarts used, by host code
+    t_ws: float             # when the running round's workers started
+
+    def at(self, t: float, fn) -> None: ...                       # call fn at t (void on a requeue)
+    def formed(self, f: "Formed") -> float: ...                   # a round formed: start its workers
+    def nodes_waiting(self, seen: float) -> None: ...             # the members see waiters at `seen`
+    def round_ended(self, t: float | None) -> None: ...           # the model ended the running round
+    def gave_up(self, t: float, names: list[str], why: str, reason: str) -> None: ...   # agents exit
+
+
 class RoundModel:
-    """The part a protocol fills in; `job` is the `Cell` it serves (`cell.py`): the job's one
-    rendezvous, or one of several (`cells`)."""
+    """The part a protocol fills in; `job` is the `Rendezvous` it serves (a `Cell`): the job's
+    one rendezvous, or one of several (`cells`)."""
 
     # True: a round whose last member died is ended by the model (its waiters probe the
     # members, as hrw's do), not by the job at once: nobody is left to end it
@@ -59,7 +84,8 @@ class RoundModel:
     @classmethod
     def cells(cls, job) -> list:
         """The job's rendezvous, as `CellSpec`s: one of every host, unless the protocol's
-        hosts meet in several (a per-step job's replica groups)."""
+        hosts meet in several (a per-step job's replica groups). `job` shows the same names
+        as a `Rendezvous` (sc, protocol, hosts, nodes): the whole job's."""
         return [CellSpec(job.hosts, job.sc, job.protocol)]
 
     def counter(self):
@@ -99,7 +125,7 @@ class RoundModel:
 
 def round_model_of(protocol: str) -> type[RoundModel]:
     """The protocol's kit's `round_model` part: `model(job)` makes its rounds at fidelity
-    aggregate (the protocol's class lists "aggregate" in its `fidelities`)."""
+    aggregate (its kit's `Capabilities` list "aggregate" in `fidelities`)."""
     model = part(protocol, KIND)
     if model is None:
         raise LookupError(f"protocol {protocol!r} declares fidelity aggregate but its kit names no "

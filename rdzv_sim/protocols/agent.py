@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 from ..events import Event
 from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreAddress,
                    StoreError, StoreTimeout, UseStore)
-from ..reasons import Reason
+from ..reasons import STORE_LOSS, ExitReason, Reason
 from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                    RoundResult)
 
@@ -55,13 +55,13 @@ def out_of_restarts(restarts: int, cfg: AgentSettings) -> bool:
 @dataclass(frozen=True)
 class Exit:
     """Why an agent gives up joining: `reason` for agent_exit, and an event to say it first."""
-    reason: str
-    event: str | None = None
+    reason: ExitReason
+    event: Event | None = None
     why: str = ""
     last: RoundResult | None = None     # the last round this node was assigned in, if any
 
 
-def _exit(reason: str, event: str | None = None, why: str = ""):
+def _exit(reason: ExitReason, event: Event | None = None, why: str = ""):
     """Say why the agent stops (an event, then agent_exit); returns the reason."""
     if event:
         yield Emit(event, detail={"reason": why})
@@ -69,7 +69,8 @@ def _exit(reason: str, event: str | None = None, why: str = ""):
     return reason
 
 
-def _shut_down(protocol: Protocol, node: NodeInfo, reason: str, event: str | None = None, why: str = ""):
+def _shut_down(protocol: Protocol, node: NodeInfo, reason: ExitReason, event: Event | None = None,
+               why: str = ""):
     """Exit for anything but a signal: say why, shut the protocol down (best effort: torch's
     handler logs a store error there and exits anyway), exit."""
     if event:
@@ -101,26 +102,26 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
                 fenced_since = t_join
             yield Emit(Event.RENDEZVOUS_FAILED, detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
-                return Exit("too_many_failed_rounds", last=last)
-            if (fenced >= FENCED_ROUNDS and protocol.fails_over and last is not None
+                return Exit(ExitReason.TOO_MANY_FAILED_ROUNDS, last=last)
+            if (fenced >= FENCED_ROUNDS and protocol.cfg.fails_over and last is not None
                     and (yield Now()) - fenced_since >= protocol.cfg.failover_timeout):
-                return Exit("no_quorum", last=last)    # the majority is elsewhere: look for it
+                return Exit(ExitReason.NO_QUORUM, last=last)    # the majority is elsewhere: look for it
             if fenced:
                 yield Sleep(cfg.retry_backoff)         # wait for the majority, do not spin
             continue
         except RendezvousClosed as e:
-            return Exit("rendezvous_closed", "rendezvous_closed", str(e), last)
+            return Exit(ExitReason.RENDEZVOUS_CLOSED, Event.RENDEZVOUS_CLOSED, str(e), last)
         except RendezvousTimeout as e:
-            return Exit("rendezvous_timeout", "rendezvous_timeout", str(e), last)
+            return Exit(ExitReason.RENDEZVOUS_TIMEOUT, Event.RENDEZVOUS_TIMEOUT, str(e), last)
         except StoreTimeout as e:
             attempts += 1
             yield Emit(Event.STORE_TIMEOUT, detail={"reason": str(e)})
-            if attempts >= cfg.max_rendezvous_attempts or (protocol.fails_over and last is not None):
-                return Exit("store_timeout", last=last)   # (a member that can fail over does)
+            if attempts >= cfg.max_rendezvous_attempts or (protocol.cfg.fails_over and last is not None):
+                return Exit(ExitReason.STORE_TIMEOUT, last=last)   # (a member that can fail over does)
             yield Sleep(cfg.retry_backoff)
             continue
         except StoreError as e:
-            return Exit("store_lost", "store_lost", str(e), last)
+            return Exit(ExitReason.STORE_LOST, Event.STORE_LOST, str(e), last)
         t_rank = yield Now()
         yield Emit(Event.RANK_ASSIGNED, round=result.round, rank=result.rank,
                    world_size=result.world_size,
@@ -130,7 +131,6 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
         return result
 
 
-STORE_LOSS = ("store_lost", "store_timeout", "no_quorum")   # what makes a member fail over
 FENCED_ROUNDS = 3          # rounds in a row without a majority (over failover_timeout at least)
                            # before a member looks elsewhere
 
@@ -147,7 +147,7 @@ def fail_over(protocol: Protocol, node: NodeInfo, last: RoundResult | None, trie
     now in use (how many moves since `last`), or None when no store in the cycle answers or
     the protocol does not fail over. Every member of `last` walks the same cycle, so no two
     stores serve one epoch; the fence (hrw.has_quorum) keeps a wrong turn safe."""
-    if not protocol.fails_over or last is None or not last.successors:
+    if not protocol.cfg.fails_over or last is None or not last.successors:
         return None
     cycle = list(last.successors) + ([("", *home)] if home is not None else [])
     timeout = protocol.cfg.failover_timeout
@@ -186,18 +186,19 @@ class Memory:
 
 def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
     """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
+    protocol = protocol.for_agent(node)
     restarts, memory = 0, Memory()
     while True:
         result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, memory.last)
         if isinstance(result, Exit):
             # a round assigned in this call (its confirmation failed) was assigned on this
             # store: its members' failover cycles all end here
-            new = protocol.fails_over and result.last is not None and result.last is not memory.last
+            new = protocol.cfg.fails_over and result.last is not None and result.last is not memory.last
             memory.assigned(result.last, (yield StoreAddress()) if new else None)
             if result.reason in STORE_LOSS and (yield from memory.move(protocol, node)):
                 continue
             return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
-        memory.assigned(result, (yield StoreAddress()) if protocol.fails_over else None)
+        memory.assigned(result, (yield StoreAddress()) if protocol.cfg.fails_over else None)
         yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
         t_start = yield Now()
         yield Emit(Event.WORKERS_STARTED, round=result.round, rank=result.rank,
@@ -209,7 +210,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
         while True:
             reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
                                                    local=FAILURES + (TERMINATED, AGENT_FAILED))
-            if not isinstance(value, StoreError) or not protocol.fails_over:
+            if not isinstance(value, StoreError) or not protocol.cfg.fails_over:
                 break
             # the store is lost under a running round: move to the successor's and train on
             # (torchrun's workers do not need it); the next rendezvous is there
@@ -220,7 +221,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
             yield StopWorkers(reason)
             yield Emit(Event.ROUND_LEFT, round=result.round, rank=result.rank, detail={"reason": reason})
             if reason == AGENT_FAILED:               # an error: torch's launcher shuts down
-                return (yield from _shut_down(protocol, node, AGENT_FAILED))
+                return (yield from _shut_down(protocol, node, ExitReason.AGENT_FAILED))
             try:                                     # a signal: the protocol may use the notice
                 yield from protocol.leave(result, node)
             except (StoreTimeout, StoreError):
@@ -228,9 +229,9 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
             return (yield from _exit(TERMINATED))
         if isinstance(value, StoreError):
             yield StopWorkers("store_lost")
-            if not protocol.fails_over:
+            if not protocol.cfg.fails_over:
                 yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
-            return (yield from _shut_down(protocol, node, "store_lost"))
+            return (yield from _shut_down(protocol, node, ExitReason.STORE_LOST))
         if reason == Reason.NODES_WAITING:      # restart at the next monitor tick (a safe point)
             now = yield Now()
             yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
@@ -247,13 +248,13 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
             except (StoreError, StoreTimeout) as e:
                 lost = isinstance(e, StoreError)
                 yield Emit(Event.STORE_LOST if lost else Event.STORE_TIMEOUT, detail={"reason": str(e)})
-                if why != AGENT_FAILED and protocol.fails_over and (yield from memory.move(protocol, node)):
+                if why != AGENT_FAILED and protocol.cfg.fails_over and (yield from memory.move(protocol, node)):
                     break
                 if lost:
-                    return (yield from _shut_down(protocol, node, "store_lost"))
+                    return (yield from _shut_down(protocol, node, ExitReason.STORE_LOST))
                 yield Sleep(cfg.retry_backoff)
         if why == AGENT_FAILED:
-            return (yield from _shut_down(protocol, node, "max_restarts"))
+            return (yield from _shut_down(protocol, node, ExitReason.MAX_RESTARTS))
 
 
 def watch_round(protocol: Protocol, result: RoundResult, node: NodeInfo, backoff: float = 1.0,

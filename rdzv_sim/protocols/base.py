@@ -206,14 +206,6 @@ class Protocol:
 
     name = "base"
     needs: frozenset = frozenset()
-    torch_counterpart: str | None = None   # a torch handler that stands in for it in real runs
-    torch_baseline: str | None = None      # a torch handler a real run may use instead (--torch-static)
-    ranks_given: bool = False      # ranks are the nodes' own indexes (torchrun's --node-rank)
-    torchrun: bool = True          # runs as a torchrun rendezvous handler (real_backend.torchrun_plugin)
-    torchrun_why: str = ""         # why not, when it does not
-    deterministic: bool = False   # same members and ranks whatever the timing (validate checks them)
-    # the simulator's fidelities that model it; "aggregate" needs its kit's round_model part
-    fidelities: tuple[str, ...] = ("per_operation",)
 
     def __init__(self, cfg: ProtocolSettings):
         if cfg.min_nodes is None or cfg.max_nodes is None:
@@ -221,6 +213,13 @@ class Protocol:
                              "(settings.resolved(nodes) fills them for a cluster)")
         self.cfg = cfg
         self.prefix = f"rdzv/{cfg.run_id}/"
+
+    def for_agent(self, node: NodeInfo) -> "Protocol":
+        """The protocol as one agent process runs it: this object, shared by every agent of
+        the job, where it keeps nothing per agent; a protocol that keeps an agent's own state
+        (c10d's state holder, as torch's handler does per process) returns a copy holding
+        it, which lives and ends with that agent."""
+        return self
 
     def rendezvous(self, node: NodeInfo) -> Gen:
         """Join the next round; return a RoundResult (raise RendezvousTimeout on the deadline)."""
@@ -264,12 +263,6 @@ class Protocol:
         shutdown then: out of restarts, a rendezvous timeout, success). Default: nothing."""
         return
         yield
-
-    @property
-    def fails_over(self) -> bool:
-        """Whether its agents elect a successor store when theirs is lost (hrw's
-        store_failover); the successors come with every RoundResult."""
-        return False
 
     def clean_up(self, result: RoundResult) -> Gen:
         """Once a round's workers run: drop store keys no one needs any more (best effort; a

@@ -1,8 +1,13 @@
 """A protocol, declared: one frozen value naming its class, its settings and its parts.
 
     KIT = Kit("hrw", HrwProtocol, HrwSettings,
+              Capabilities(fidelities=("per_operation", "aggregate"), deterministic=True),
               parts={"round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds",
                      "invariants": "rdzv_sim.testing.invariants:HRW"})
+
+What it can do (`Capabilities`) is read by the layers that act on it (the simulator's
+fidelities, the real runtime's torchrun and torch handlers, the strategies' world); what
+depends on its settings' values (whether it fails over) is the settings model's to say.
 
 A part lives in the layer that uses it; the kit names it by "module:attribute", which that
 layer imports when it first asks (a string is not an import, so the layers hold), or holds the
@@ -21,6 +26,8 @@ from typing import Any, Mapping
 
 from .settings import ProtocolSettings
 
+FIDELITIES = ("per_operation", "aggregate")
+
 # each kind of part: the layer that reads it, and what it is
 KINDS = {
     "round_model": "rdzv_sim.aggregate: a RoundModel subclass, the protocol's rounds at fidelity aggregate",
@@ -37,15 +44,54 @@ KINDS = {
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a protocol can do, as the layers that act on it ask."""
+    fidelities: tuple[str, ...] = ("per_operation",)   # simulator fidelities that model it;
+                                                        # "aggregate" needs a round_model part
+    deterministic: bool = False         # same members and ranks whatever the timing (validate
+                                        # compares them exactly)
+    fixed_world: bool = False           # every node, always (min = max = nodes)
+    ranks_given: bool = False           # ranks are the nodes' own indexes (torchrun's --node-rank)
+    torch_counterpart: str | None = None    # a torch handler that is this protocol in real runs
+    torch_baseline: str | None = None       # a torch handler a real run may use instead
+                                            # (validate --torch-static)
+    torchrun: str | None = None         # None: it runs as a torchrun rendezvous handler; else why not
+
+    def __post_init__(self):
+        f = tuple(self.fidelities) if isinstance(self.fidelities, (tuple, list)) else None
+        if not f or any(x not in FIDELITIES for x in f) or "per_operation" not in f:
+            raise ValueError(f"Capabilities: fidelities {self.fidelities!r} must list 'per_operation' and "
+                             f"may add 'aggregate' (with a round_model part)")
+        object.__setattr__(self, "fidelities", f)
+        for k in ("deterministic", "fixed_world", "ranks_given"):
+            if not isinstance(getattr(self, k), bool):
+                raise ValueError(f"Capabilities: {k} must be True or False, got {getattr(self, k)!r}")
+        for k in ("torch_counterpart", "torch_baseline", "torchrun"):
+            v = getattr(self, k)
+            if v is not None and not (isinstance(v, str) and v):
+                raise ValueError(f"Capabilities: {k} must be a non-empty string or None, got {v!r}")
+
+
+# what a Protocol class once declared itself, now a kit's Capabilities
+CLASS_DECLARATIONS = ("fidelities", "deterministic", "ranks_given", "torch_counterpart", "torch_baseline",
+                      "torchrun", "torchrun_why", "fails_over")
+
+
+@dataclass(frozen=True)
 class Kit:
     """`protocol` (a Protocol subclass) with `settings` (a ProtocolSettings subclass), known as
-    `name`, and its `parts` by kind (`KINDS`): "module:attribute" paths or the objects."""
+    `name`; what it can do (`Capabilities`); and its `parts` by kind (`KINDS`):
+    "module:attribute" paths or the objects."""
     name: str
     protocol: type
     settings: type = ProtocolSettings
+    capabilities: Capabilities = Capabilities()
     parts: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
+        if not isinstance(self.capabilities, Capabilities):
+            raise ValueError(f"Kit({self.name!r}): capabilities must be a rdzv_sim.Capabilities, "
+                             f"got {self.capabilities!r}")
         object.__setattr__(self, "parts", MappingProxyType(dict(self.parts)))
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import create_model
 
 from ..errors import Error
-from .kit import KINDS, Kit, missing, resolve
+from .kit import CLASS_DECLARATIONS, KINDS, Capabilities, Kit, missing, resolve
 from .settings import ProtocolSettings
 
 ENTRY_POINTS = "rdzv_sim.protocols"
@@ -37,6 +37,7 @@ class ProtocolSpec:
     cls: type
     settings: type[ProtocolSettings]
     module: str                 # imported by a fresh process (the real launcher's nodes)
+    caps: Capabilities = Capabilities()
 
     @property
     def needs(self) -> frozenset:
@@ -82,6 +83,13 @@ def register_kit(kit: Kit, *, replace: bool = False) -> ProtocolSpec:
     if not (isinstance(settings, type) and issubclass(settings, ProtocolSettings)):
         raise ProtocolError(f"Kit({name!r}): settings must subclass rdzv_sim.protocols.ProtocolSettings, "
                             f"got {settings!r}")
+    old = [k for k in CLASS_DECLARATIONS if any(k in vars(c) for c in cls.__mro__[:-1] if c is not Protocol)]
+    if old or hasattr(settings, "fixed_world") or "fixed_world" in settings.model_fields:
+        raise ProtocolError(f"Kit({name!r}): {', '.join(old) or 'fixed_world'} is declared on the class; "
+                            "a protocol says what it can do in its kit: Kit(..., capabilities=Capabilities(...)) "
+                            "(whether it fails over: its settings' fails_over)")
+    if "aggregate" in kit.capabilities.fidelities and "round_model" not in kit.parts:
+        raise ProtocolError(f"Kit({name!r}): fidelity 'aggregate' needs a round_model part (docs/protocols.md)")
     for kind, p in kit.parts.items():
         if kind not in KINDS:
             raise ProtocolError(f"Kit({name!r}): no part of kind {kind!r}; the kinds are "
@@ -100,7 +108,7 @@ def register_kit(kit: Kit, *, replace: bool = False) -> ProtocolSpec:
     if field.annotation != Literal[name]:
         settings = create_model(settings.__name__, __base__=settings, __module__=settings.__module__,
                                 name=(Literal[name], name))
-    spec = ProtocolSpec(name, cls, settings, cls.__module__)
+    spec = ProtocolSpec(name, cls, settings, cls.__module__, kit.capabilities)
     _forget(name)
     _SPECS[name] = spec
     for kind, p in kit.parts.items():

@@ -1,8 +1,6 @@
 """What every protocol's settings model starts from (each protocol adds only what it uses)."""
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 
@@ -11,7 +9,6 @@ class ProtocolSettings(BaseModel):
     `name` is set to the registered name (a `Literal`) by `register_kit`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    fixed_world: ClassVar[bool] = False      # True: every node, always (min = max = nodes)
 
     name: str
     run_id: str = Field("job", description="the job's id: every key lives under it")
@@ -37,6 +34,13 @@ class ProtocolSettings(BaseModel):
     def round_sizes(self, scenario) -> tuple[int, int]:
         """Fewest and most hosts one round of `scenario` may hold (the safety checks' bounds)."""
         return (scenario.min_nodes, scenario.max_nodes)
+
+    @property
+    def fails_over(self) -> bool:
+        """Whether its agents elect a successor store when theirs is lost (hrw's
+        store_failover, which `failover_timeout` then times); the successors come with every
+        RoundResult."""
+        return False
 
     def round_time(self) -> float:
         """Seconds the protocol's own timers can add to one round after the faults stop (the

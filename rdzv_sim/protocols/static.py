@@ -7,7 +7,7 @@ lives in the store so that a restart (all nodes re-entering) uses fresh keys.
 """
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -16,7 +16,7 @@ from ..ops import Add, Check, CompareSet, Emit, FirstOf, MultiGet, Now, Set, Sle
 from ..reasons import Reason
 from .base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed,
                    RendezvousTimeout, RoundResult, Watch, digest, watch_key)
-from .kit import Kit
+from .kit import Capabilities, Kit
 from .registry import register_kit
 from .settings import ProtocolSettings
 
@@ -24,7 +24,6 @@ from .settings import ProtocolSettings
 class StaticSettings(ProtocolSettings):
     """Settings of the `static` protocol: a fixed world (min_nodes == max_nodes == the nodes)."""
     name: Literal["static"] = "static"
-    fixed_world: ClassVar[bool] = True
     # torch's StaticTCPRendezvous closes nothing on shutdown; under torchrun the project's
     # handler turns this on (torchrun_conf.TORCHRUN_DEFAULTS): the handler contract's row
     close_on_shutdown: bool = Field(False, description="an agent that exits (out of restarts, timed out, done) "
@@ -45,9 +44,6 @@ class StaticSettings(ProtocolSettings):
 
 class StaticProtocol(Protocol):
     name = "static"
-    deterministic = True
-    torch_baseline = "static"       # torch's StaticTCPRendezvous, for `validate --torch-static`
-    ranks_given = True
 
     def _k(self, rnd: int, name: str) -> str:
         return f"{self.prefix}r{rnd}/{name}"
@@ -126,6 +122,9 @@ class StaticProtocol(Protocol):
         yield Set(self._k(result.round, "end"), reason)
 
 
-register_kit(Kit("static", StaticProtocol, StaticSettings, parts={
+# torch's StaticTCPRendezvous is its baseline, for `validate --torch-static`
+register_kit(Kit("static", StaticProtocol, StaticSettings,
+                 Capabilities(deterministic=True, fixed_world=True, ranks_given=True, torch_baseline="static"),
+                 parts={
     "invariants": "rdzv_sim.testing.invariants:STATIC", "known": "rdzv_sim.testing.known:STATIC",
     "cost/per_operation": "rdzv_sim.estimate:STATIC_PER_OPERATION"}))

@@ -54,7 +54,7 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         if sc.store.kind != "tcpstore":
             out.append((("store", "kind"), "fidelity: aggregate models one TCPStore only; use "
                         "fidelity: per_operation for a replicated store"))
-        able = sorted(n for n, s in specs().items() if "aggregate" in s.cls.fidelities)
+        able = sorted(n for n, s in specs().items() if "aggregate" in s.caps.fidelities)
         if p.name not in able:
             out.append((("protocol", "name"), f"fidelity: aggregate models the {' and '.join(able)} "
                         f"protocols, not {p.name!r}; use fidelity: per_operation"))

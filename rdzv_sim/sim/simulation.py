@@ -1,9 +1,7 @@
-"""`Simulation`: a scenario turned into a SimPy world of hosts, a store, a network and faults."""
+"""`Simulation`: the job per operation: every host's agent and protocol generator, one store
+request at a time, on the shared world of `Job`."""
 from __future__ import annotations
 
-import gc
-import time
-from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -11,150 +9,23 @@ import simpy
 
 from ..protocols.agent import elastic_agent
 from ..reasons import Reason
-from ..protocols.base import NodeInfo
-from ..incidents import logged, replay_plan
-from ..protocols.configure import protocol_for
-from ..scenario.faults import Act
 from ..scenario.schema import Scenario
-from ..scenario.timeline import late_starts, timeline
-from ..trace import STEPS, RunStats, Tracer
-from . import faults, network
-from .network import Network
+from .job import Job
 from .node import SimNode
-from .scheduler import Scheduler
 from .runtime import SimRuntime
-from .replicated import ReplicatedStore
-from .store import StoreServer
-from .world import SimWorld
 
 
-def _count_events(env: simpy.Environment) -> list:
-    """Wrap env.step to count processed events (SimPy keeps no counter of its own)."""
-    counter = [0]
-    step = env.step
-
-    def counted():
-        counter[0] += 1
-        step()
-    env.step = counted
-    return counter
-
-
-@contextmanager
-def quiet_gc():
-    """SimPy makes many short-lived objects, and the cyclic collector's scans of a heap of
-    live generators can cost more than the simulation itself (reports/sim_speed.md). Collect
-    rarely while running; restore after."""
-    old = gc.get_threshold()
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(200_000, 50, 1000)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
-
-
-class Simulation:
+class Simulation(Job):
     def __init__(self, sc: Scenario, cpu=None):
         """`cpu`: a factory of the shared cores (rdzv_sim/models/cpu), for one-machine runs."""
-        self.sc = sc
-        self.env = env = simpy.Environment()
-        self._events = _count_events(env)
-        seeds = np.random.SeedSequence(sc.seed).spawn(5)   # the first four as they always were
-        rng_net, self.rng_start, rng_faults = (np.random.default_rng(s) for s in seeds[:3])
-        n = sc.hosts                                     # the job's nodes and its hot spares
-        width = len(str(n - 1))
-        hosts = [f"node{i:0{width}d}" for i in range(n)]
-        topo = sc.cluster.topology
-        if topo.kind == "racks":
-            graph = network.racks(hosts, topo.racks, topo.link_latency, topo.spine_latency, topo.spines)
-        else:
-            graph = network.flat(hosts, topo.link_latency)
-        st = sc.store
-        if st.kind == "replicated":
-            members = [hosts[i] for i in st.hosts] if st.hosts is not None else ["launcher"] * st.replicas
-            store_host = members[0]
-        else:
-            store_host = hosts[st.host] if st.host is not None else "launcher"
-        if store_host == "launcher":
-            graph.add_node("launcher", level="host")
-            graph.add_edge("launcher", "spine0" if topo.kind == "racks" else "switch",
-                           latency=topo.link_latency)
-        self.net = Network(env, graph, store_host, topo.jitter, rng_net)
-        self.trace = Tracer(STEPS if sc.outputs.events == "lean" else ())
-        if st.kind == "replicated":             # the store section is the store's service model
-            self.store = ReplicatedStore(env, self.net, members, st, st.commit_time,
-                                         st.election_timeout, np.random.default_rng(seeds[4]), self.trace)
-        else:
-            self.store = StoreServer(env, store_host, st, self.trace)
-        self.runtime = SimRuntime(env, self.store, self.net, self.trace, sc.agent, sc.cluster.cpu,
-                                  rng=np.random.default_rng(seeds[3]), cpu=cpu)
-        self.protocol = protocol_for(sc)
-        self.agent_cfg = sc.agent
-        self.hosts = hosts
-        self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
-                      for i, h in enumerate(hosts)}
+        super().__init__(sc)
+        self.runtime = SimRuntime(self.env, self.store, self.net, self.trace, sc.agent, sc.cluster.cpu,
+                                  rng=np.random.default_rng(self.seeds[3]), cpu=cpu)
         for n in self.nodes.values():
             n.rounds = self.runtime.rounds
         self.runtime.nodes = self.nodes
-        self.scheduler = Scheduler(self)
         self.runtime.load_bin = max(1.0, sc.duration / 2000)
-        self.world = SimWorld(self)
-        self._schedule(rng_faults)
-
-    # --- set-up --------------------------------------------------------------------
-    def node_at(self, index: int) -> SimNode:
-        return self.nodes[self.hosts[index]]
-
-    def _schedule(self, rng_faults: np.random.Generator) -> None:
-        sc, env = self.sc, self.env
-        late = late_starts(sc)
-        first = sc.cluster.start_nodes if sc.cluster.start_nodes is not None else sc.cluster.nodes
-        offsets = self.rng_start.uniform(0.0, sc.cluster.start_spread, size=sc.hosts)
-        for i, h in enumerate(self.hosts):
-            if i in late:
-                env.process(self._start_at(self.nodes[h], late[i], "slow_join"))
-            elif i < first or i >= sc.cluster.nodes:      # hot spares start with the job
-                env.process(self._start_at(self.nodes[h], float(offsets[i]), "start"))
-        for actions in timeline(sc):
-            if actions[0].kind != Act.START:          # slow joins start above, with the others
-                env.process(faults.scheduled(self, actions, sc.faults[actions[0].fault].anchor))
-        for rf in sc.random_faults:
-            if rf.kind == "interruptions":
-                env.process(faults.interruptions(
-                    self, rf, np.random.default_rng(int(rng_faults.integers(2**63)))))
-                continue
-            if rf.kind == "incident_log":
-                rng = np.random.default_rng(int(rng_faults.integers(2**63)))
-                plan = replay_plan(logged(rf.log), rf, nodes=sc.cluster.nodes,
-                                   racks=sc.cluster.topology.racks if sc.cluster.topology.kind == "racks" else 0,
-                                   duration=sc.duration, rng=rng)
-                env.process(faults.replay(self, plan, rng))
-                continue
-            targets = rf.nodes if rf.nodes is not None else range(sc.hosts)
-            rngs = [np.random.default_rng(s) for s in
-                    np.random.SeedSequence(int(rng_faults.integers(2**63))).spawn(len(targets))]
-            for i, rng in zip(targets, rngs):
-                env.process(faults.random_failures(self, rf, self.node_at(i), rng))
-
-    def when(self, anchor) -> simpy.Event:
-        """An event that fires when the run meets `anchor` (a fault's `at: {after: ...}`)."""
-        met, watch = self.env.event(), anchor.watch()
-
-        def listen(t, node, event, rnd, detail) -> bool:
-            if watch.feed(t, node, event, rnd, detail) is None:
-                return False
-            met.succeed()
-            return True
-        self.trace.listeners.append(listen)
-        return met
-
-    def _start_at(self, node: SimNode, t: float, why: str):
-        if t > 0:
-            yield self.env.timeout(t)
-        self.start(node, why)
+        self.schedule()
 
     # --- what faults do ------------------------------------------------------------
     def start(self, node: SimNode, why: str) -> None:
@@ -213,15 +84,6 @@ class Simulation:
         self.store.host_down(node.name)         # a store on this host goes (or a member of it)
         self.runtime.host_down(node.name)       # and a failover's store there
 
-    def notice_delay(self, cause: str, detection: float | None = None) -> float:
-        """How long a crashed member's peers take to fail: a killed process's connections are
-        reset at once; a vanished host's are not (its peers' collectives time out); a fault
-        that says how fast it is detected (`detection`) is detected that fast."""
-        if detection is not None:
-            return detection
-        fast = self.sc.agent.peer_crash_detection if cause == "crash" else None
-        return self.sc.agent.collective_timeout if fast is None else fast
-
     def fail_workers(self, node: SimNode) -> None:
         """The node's workers fail (a software bug, a watchdog): its agent restarts them."""
         if node.alive and node.running_round is not None:
@@ -273,18 +135,10 @@ class Simulation:
         self.store.links_changed()
         self.trace.record(self.env.now, "network", "partition_healed", detail={"hosts": hosts})
 
-    # --- running -------------------------------------------------------------------
-    def run(self, progress=None, slices: int = 1000) -> RunStats:
-        """Run to the scenario's duration; `progress(t, rounds)` is called `slices` times.
-        `sim_events` counts the model's events: each slice's stop is two more steps of SimPy's."""
-        t0 = time.perf_counter()
-        end = self.sc.duration
-        with quiet_gc():
-            for i in range(1, slices + 1):
-                self.env.run(until=end * i / slices)
-                if progress is not None:
-                    progress(self.env.now, self.trace.max_round + 1)
-        return RunStats(duration=end, protocol=self.sc.protocol.name, nodes=self.sc.cluster.nodes,
-                        sim_events=self._events[0] - 2 * slices, wall_s=time.perf_counter() - t0,
-                        store_ops=self.runtime.total_ops, store_bytes=self.runtime.total_bytes,
-                        store_background_util_max=self.store.max_utilization)
+    # --- the store's work, for the tables -----------------------------------------
+    def store_work(self) -> tuple[dict, dict, float]:
+        rt = self.runtime
+        return rt.round_ops, rt.load, rt.load_bin
+
+    def store_totals(self) -> tuple[int, int]:
+        return self.runtime.total_ops, self.runtime.total_bytes

@@ -145,7 +145,7 @@ def _protocol_settings(draw, protocol, nodes, given) -> dict:
     own = settings_strategy_of(protocol)
     if own is not None:
         return {"name": protocol, **draw(own(nodes)), **given}
-    if model.fixed_world:
+    if get(protocol).caps.fixed_world:
         lo = hi = nodes
     else:
         lo = draw(st.integers(1, nodes))

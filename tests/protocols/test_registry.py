@@ -1,5 +1,7 @@
 """A kit is registered whole or refused, saying what was wrong with the offending value: its
 classes, a part kind it misspells, a part path that names nothing."""
+from typing import ClassVar
+
 import pytest
 
 from rdzv_sim.protocols import Kit, Protocol, ProtocolError, ProtocolSettings, register_kit
@@ -92,3 +94,48 @@ def test_threads_that_ask_while_the_plugins_load_wait_for_all_of_them():
     for _ in range(3):
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_what_a_protocol_can_do_is_its_kits_capabilities():
+    from rdzv_sim.protocols import Capabilities
+    from rdzv_sim.protocols.registry import get
+    spec = register_kit(Kit("registry-probe", _Proto, _Settings, Capabilities(deterministic=True, torchrun="why")))
+    assert spec.caps.deterministic and spec.caps.torchrun == "why" and spec.caps.fidelities == ("per_operation",)
+    assert get("c10d").caps.torch_counterpart == "c10d" and get("static").caps.fixed_world
+    assert get("hrw").caps.fidelities == ("per_operation", "aggregate") and not get("hrw").caps.fixed_world
+
+
+@pytest.mark.parametrize("given, says", [
+    ({"fidelities": ("aggregate",)}, "must list 'per_operation'"),
+    ({"fidelities": ("per_operation", "agregate")}, "must list 'per_operation' and may add 'aggregate'"),
+    ({"fidelities": "per_operation"}, "must list 'per_operation'"),
+    ({"deterministic": "yes"}, "deterministic must be True or False, got 'yes'"),
+    ({"torchrun": ""}, "torchrun must be a non-empty string or None"),
+])
+def test_capabilities_are_checked_when_made(given, says):
+    from rdzv_sim.protocols import Capabilities
+    with pytest.raises(ValueError, match=says):
+        Capabilities(**given)
+    Capabilities()                                       # the near miss: the defaults are sound
+
+
+def test_aggregate_without_a_round_model_is_refused():
+    from rdzv_sim.protocols import Capabilities
+    caps = Capabilities(fidelities=("per_operation", "aggregate"))
+    with pytest.raises(ProtocolError, match="fidelity 'aggregate' needs a round_model part"):
+        register_kit(Kit("registry-probe", _Proto, _Settings, caps))
+    register_kit(Kit("registry-probe", _Proto, _Settings, caps,
+                     parts={"round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds"}))
+
+
+def test_a_capability_declared_on_the_class_is_refused_with_where_it_goes():
+    """A class attribute would be silently ignored now; it is refused instead."""
+    class Old(_Proto):
+        fidelities = ("per_operation", "aggregate")
+
+    class OldSettings(_Settings):
+        fixed_world: ClassVar[bool] = True
+    with pytest.raises(ProtocolError, match=r"fidelities is declared on the class; .*capabilities=Capabilities"):
+        register_kit(Kit("registry-probe", Old, _Settings))
+    with pytest.raises(ProtocolError, match="fixed_world is declared on the class"):
+        register_kit(Kit("registry-probe", _Proto, OldSettings))

@@ -49,7 +49,8 @@ def settings(nodes: int):
                                   "last_call_timeout": st.integers(0, 3), "join_timeout": st.just(1e6)})
 
 
-rdzv_sim.register_kit(rdzv_sim.Kit("sorted", SortedProtocol, SortedSettings, parts={
+rdzv_sim.register_kit(rdzv_sim.Kit("sorted", SortedProtocol, SortedSettings,
+                                   rdzv_sim.Capabilities(fidelities=("per_operation", "aggregate")), parts={
     "round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds",   # hrw's honours its rank order
     "invariants": [ranks_follow_names], "settings_strategy": settings,
     "cost/per_operation": Cost(lambda n, sc: 1e-3 * n)}))

@@ -143,9 +143,9 @@ def test_its_cost_estimate_is_its_own():
 
 
 def test_a_fidelity_it_does_not_declare_is_refused():
-    from userproto.sorted_hrw import SortedProtocol
+    import userproto.sorted_hrw  # noqa: F401  (registers it)
     from rdzv_sim.protocols.registry import get
-    assert "aggregate" in get("sorted").cls.fidelities and SortedProtocol.fidelities == get("sorted").cls.fidelities
+    assert get("sorted").caps.fidelities == ("per_operation", "aggregate")
     with pytest.raises(ScenarioError, match=r"fidelity: aggregate models the c10d and hrw and .*sorted.* protocols, not 'static'"):
         load(SCENARIO.replace("name: sorted", "name: static").replace("  order: reverse\n", "")
              .replace("  min_nodes: 2\n  last_call_timeout: 1\n", ""), ["fidelity=aggregate"])

@@ -17,6 +17,7 @@ next 1 s poll tick, as the real loop would have noticed it.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Literal
@@ -24,7 +25,7 @@ from typing import Literal
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, Watch, digest
-from ..kit import Kit
+from ..kit import Capabilities, Kit
 from ..registry import register_kit
 from ...reasons import Reason
 from ..settings import ProtocolSettings
@@ -38,6 +39,13 @@ CACHE_DURATION = 1.0           # _BackendRendezvousStateHolder(cache_duration=1)
 CLOSE_TIMEOUT = 30.0           # RendezvousTimeout.close: a shut-down handler's close op
 SYNC_DELAY = 1.0               # _delay(seconds=1) on Action.SYNC
 ROUND0_DELAY = 0.3             # _delay(seconds=(0, 0.3)) before the first round
+
+
+@dataclass
+class Tally:
+    """Compare-and-sets sent by every agent of a job, and how many were the backends' sentinels."""
+    cas: int = 0
+    sentinels: int = 0
 
 
 @dataclass
@@ -85,8 +93,6 @@ class C10dProtocol(Protocol):
     name = "c10d"
     # simulator hints: a real run uses torch's own DynamicRendezvousHandler instead
     needs = frozenset({Changed, StartHeartbeat, HeartbeatTimes, StoppedHeartbeats, BackgroundLoad})
-    torch_counterpart = "c10d"
-    fidelities = ("per_operation", "aggregate")
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -94,6 +100,14 @@ class C10dProtocol(Protocol):
         self.s = D.Settings(cfg.min_nodes, cfg.max_nodes, cfg.last_call_timeout,
                             cfg.keep_alive_interval, cfg.keep_alive_max_attempt)
         self._holders: dict[str, Holder] = {}      # per agent process (descriptor)
+        self.tally = Tally()                        # every agent's, shared by their copies
+
+    def for_agent(self, node: NodeInfo) -> "C10dProtocol":
+        """torch's handler keeps its state holder per process: so does the copy each agent
+        runs, which goes with its agent; the copies share the settings and the tally."""
+        mine = copy.copy(self)
+        mine._holders = {}
+        return mine
 
     def holder(self, node: NodeInfo) -> Holder:
         d = desc(node.addr, node.pid)
@@ -104,7 +118,7 @@ class C10dProtocol(Protocol):
     def attempts(self) -> int:
         """Compare-and-sets every handler has sent, each backend's sentinel CAS left out (as
         the counts of torch's own handlers in reports/ leave it out)."""
-        return sum(h.cas_attempts - h.made for h in self._holders.values())
+        return self.tally.cas - self.tally.sentinels
 
     # --- the state holder --------------------------------------------------------------
     def _sync(self, h: Holder):
@@ -115,6 +129,7 @@ class C10dProtocol(Protocol):
             desired = self._written(h)
             yield Work(desired.size)                           # pickle + base64
             h.cas_attempts += 1
+            self.tally.cas += 1
             value = yield CompareSet(self.key, h.token or NULL_SENTINEL, desired)
             has_set = value is desired
         else:
@@ -221,6 +236,8 @@ class C10dProtocol(Protocol):
         yield BackgroundLoad(0.0)           # in a rendezvous, its agent polls num_nodes_waiting no more
         if not h.made:                      # C10dRendezvousBackend.__init__: the sentinel CAS
             h.cas_attempts += 1
+            self.tally.cas += 1
+            self.tally.sentinels += 1
             yield CompareSet(self.key, "", NULL_SENTINEL)
             h.made = True
         yield Work(0)                       # _record names its caller by inspect.stack(): the
@@ -286,7 +303,8 @@ class C10dProtocol(Protocol):
         yield from self._run(h, lambda st, now, dl, wall, beat: D.close(st, now, dl), deadline, node)
 
 
-register_kit(Kit("c10d", C10dProtocol, C10dSettings, parts={
+register_kit(Kit("c10d", C10dProtocol, C10dSettings,
+                 Capabilities(fidelities=("per_operation", "aggregate"), torch_counterpart="c10d"), parts={
     "round_model": "rdzv_sim.aggregate.c10d_rounds:C10dRounds", "known": "rdzv_sim.testing.known:C10D",
     "cost/per_operation": "rdzv_sim.estimate:C10D_PER_OPERATION",
     "cost/aggregate": "rdzv_sim.estimate:C10D_AGGREGATE"}))

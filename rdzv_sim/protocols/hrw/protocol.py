@@ -13,7 +13,7 @@ from ...reasons import Reason
 from .. import ranking
 from ..base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                     RoundResult, Watch, closed_count, decode_object, digest, watch_key)
-from ..kit import Kit
+from ..kit import Capabilities, Kit
 from ..registry import register_kit
 from .failover import OneStore, StoreFailover
 from .keys import RoundKeys
@@ -22,8 +22,6 @@ from .settings import HrwSettings
 
 class HrwProtocol(RoundKeys, Protocol):
     name = "hrw"
-    deterministic = True
-    fidelities = ("per_operation", "aggregate")
     first_round = 0          # rounds are first_round, + round_step, ...: a replica group of the
     round_step = 1           # `quorum` protocol numbers its rounds apart from the other groups'
 
@@ -336,14 +334,10 @@ class HrwProtocol(RoundKeys, Protocol):
             yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
         return ("stay", probe + 1)
 
-    @property
-    def fails_over(self) -> bool:
-        return self.cfg.store_failover
-
     @cached_property
     def failover(self) -> OneStore:
         """The store failover part: `StoreFailover` with `store_failover`, else `OneStore`."""
-        return (StoreFailover if self.fails_over else OneStore)(self)
+        return (StoreFailover if self.cfg.fails_over else OneStore)(self)
 
     @property
     def publishes_order(self) -> bool:
@@ -378,7 +372,8 @@ class HrwProtocol(RoundKeys, Protocol):
         yield from self.end_round_at(result.round, "preempted")
 
 
-register_kit(Kit("hrw", HrwProtocol, HrwSettings, parts={
+register_kit(Kit("hrw", HrwProtocol, HrwSettings,
+                 Capabilities(fidelities=("per_operation", "aggregate"), deterministic=True), parts={
     "round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds",
     "invariants": "rdzv_sim.testing.invariants:HRW", "known": "rdzv_sim.testing.known:HRW",
     "cost/per_operation": "rdzv_sim.estimate:HRW_PER_OPERATION",

@@ -28,6 +28,10 @@ class HrwSettings(ProtocolSettings):
                                     "closes the rendezvous for every agent, as torch's handlers do; false: "
                                     "the others re-form without it")
 
+    @property
+    def fails_over(self) -> bool:
+        return self.store_failover
+
     def round_time(self) -> float:
         failover = SUCCESSORS * self.failover_timeout if self.store_failover else 0.0
         return (self.last_call_timeout + self.close_grace + self.hole_grace + self.confirm_timeout

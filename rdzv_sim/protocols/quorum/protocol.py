@@ -21,7 +21,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..base import NodeInfo, Protocol, RoundResult, Watch
 from ..hrw import HrwProtocol, HrwSettings
-from ..kit import Kit
+from ..kit import Capabilities, Kit
 from ..registry import register_kit
 
 
@@ -127,10 +127,6 @@ class QuorumSettings(HrwSettings):
 class QuorumProtocol(Protocol):
     """Per-step quorum over replica groups; each group's hosts meet by hrw (see the module)."""
     name = "quorum"
-    deterministic = True
-    fidelities = ("per_operation", "aggregate")
-    torchrun = False
-    torchrun_why = "its replica groups train under torchft's Manager (real_backend.torchft_run)"
 
     def __init__(self, cfg: QuorumSettings):
         super().__init__(cfg)
@@ -185,7 +181,9 @@ class QuorumProtocol(Protocol):
         yield from self._of(result).clean_up(result)
 
 
-register_kit(Kit("quorum", QuorumProtocol, QuorumSettings, parts={
+register_kit(Kit("quorum", QuorumProtocol, QuorumSettings, Capabilities(
+    fidelities=("per_operation", "aggregate"), deterministic=True,
+    torchrun="its replica groups train under torchft's Manager (real_backend.torchft_run)"), parts={
     "round_model": "rdzv_sim.aggregate.quorum_rounds:QuorumRounds",
     "training": "rdzv_sim.training.quorum:evaluate_quorum",
     "settings_strategy": "rdzv_sim.testing.strategies:quorum_settings",
