@@ -55,12 +55,15 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--scenario", default="validate-quorum-lighthouse")
     ap.add_argument("--keep", type=Path, default=None, help="keep each run's step records here")
+    ap.add_argument("--append", action="store_true", help="add to the runs already in repeated.json")
     args = ap.parse_args(argv)
     from real_backend.quorum_validate import validate_quorum
     sc = load(args.scenario)
     lost = next(f for f in sc.faults if f.kind == "lighthouse_crash")
-    rows = []
-    for i in range(args.runs):
+    out = ROOT / "reports" / "validation" / args.scenario
+    before = out / "repeated.json"
+    rows = json.loads(before.read_text())["runs"] if args.append and before.exists() else []
+    for i in range(len(rows), len(rows) + args.runs):
         with tempfile.TemporaryDirectory() as d:
             v = validate_quorum(sc, d)
             steps = json.loads((Path(d) / "steps.json").read_text())["steps"]
@@ -74,23 +77,26 @@ def main(argv=None) -> int:
                      "stall_real": v["stall_s_real"], "stall_sim": v["stall_s_sim"],
                      "stall_error": v["stall_s_rel_error"], "passed": v["passed"]})
         print(json.dumps(rows[-1]), flush=True)
-    out = ROOT / "reports" / "validation" / args.scenario
     out.mkdir(parents=True, exist_ok=True)
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d %H:%M"),
             "torch": version("torch"), "torchft": version("torchft"), "python": platform.python_version()}
     (out / "repeated.json").write_text(json.dumps({**meta, "runs": rows}, indent=1) + "\n")
     passed = sum(r["passed"] for r in rows)
-    lines = [f"# {args.scenario}, {len(rows)} runs in a row against torchft {meta['torchft']}", "",
-             f"{meta['date']}, {meta['machine']}, torch {meta['torch']}; rebuild: "
-             f"`python benchmarks/validate_repeat.py --runs {len(rows)}`. Each run is `rdzv-sim validate "
+    dates = sorted({r["date"][:10] for r in rows})
+    lines = [f"# {args.scenario}, {len(rows)} runs against torchft {meta['torchft']}", "",
+             f"{', '.join(dates)} (to {meta['date']}), {meta['machine']}, torch {meta['torch']}; rebuild: "
+             f"`python benchmarks/validate_repeat.py --runs {len(rows)}` (here in batches, "
+             "`--append`). Each run is `rdzv-sim validate "
              f"{args.scenario}`; the model is given what the run's start-up and race decided (the "
              "groups' last quorum id, the group whose retry reached the fresh Lighthouse first, the "
              "group whose store served the last quorum before the loss) and draws the rest.", "",
              f"**{passed} of {len(rows)} passed.**", "",
-             "| run | given | the lone group's failed step | windows (real) | windows (simulated) "
-             "| stall real, s | stall simulated, s | error | passed |", "|---|---|---|---|---|---|---|---|---|"]
+             "| run | given | quorums after the restart (id:members@store) | the lone group's failed step "
+             "| windows (real) | windows (simulated) | stall real, s | stall simulated, s | error | passed |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['run']} | {r['given']} | {r['lone_failure']} | {' -> '.join(r['windows_real'])} "
+        lines.append(f"| {r['run']} | {r['given']} | {' '.join(r.get('quorums_after', []))} | {r['lone_failure']} "
+                     f"| {' -> '.join(r['windows_real'])} "
                      f"| {' -> '.join(r['windows_sim'])} | {r['stall_real']:.2f} | {r['stall_sim']:.2f} "
                      f"| {r['stall_error']:.0%} | {r['passed']} |")
     (out / "repeated.md").write_text("\n".join(lines) + "\n")
