@@ -32,7 +32,7 @@ from .work import span_work
 
 QUORUM_LOST = LOST + ("heal", "reconfigure", "quorum")
 QUORUM_COLUMNS = ["quorum", "t", "groups", "hosts", "members", "joined", "left", "restart", "cause",
-                  "failed_at", "quorum_id", "stale"]
+                  "failed_at", "quorum_id", "stale", "store", "hung"]
 
 
 def lighthouse_for(sc):

@@ -436,3 +436,10 @@ def test_min_replica_size_gates_commits_apart_from_the_lighthouses_min_replicas(
     assert strict["goodput"] * 60 + sum(strict[c] for c in strict.index if c.startswith("lost_")) == pytest.approx(60)
     with pytest.raises(ScenarioError, match="min_replica_size"):
         load({**BASE, "protocol": {**BASE["protocol"], "min_replica_size": 4}})
+
+
+def test_the_quorums_table_says_each_quorums_store_and_who_hung():
+    from rdzv_sim.training.quorum import quorums_table
+    q = quorums_table(_lost_lighthouse3(first_retry=0), group_size=1)
+    assert q["store"].tolist() == [0, 0, 0, 1, 1]
+    assert q["hung"].tolist() == ["", "", "0", "", ""]
