@@ -7,6 +7,7 @@ from dataclasses import replace
 import rdzv_sim
 from rdzv_sim.ops import Emit, Sleep
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
+from rdzv_sim.protocols.registry import get
 from rdzv_sim.protocols.static import StaticProtocol, StaticSettings
 from rdzv_sim.testing.parts import invariants_of
 
@@ -66,5 +67,6 @@ MUTANTS = {ArrivalRanks.name: (ArrivalRanks, HrwSettings, {}),
            PatientCloser.name: (PatientCloser, HrwSettings, {}),
            StaticOffByOne.name: (StaticOffByOne, StaticSettings, {})}
 for name, (cls, settings, _) in MUTANTS.items():            # they claim their parent's promises
-    rdzv_sim.register_kit(rdzv_sim.Kit(name, cls, settings, parts={
-        "invariants": invariants_of(cls.__mro__[1].name)}), replace=True)
+    parent = get(cls.__mro__[1].name)                       # and what it can do (per operation)
+    rdzv_sim.register_kit(rdzv_sim.Kit(name, cls, settings, replace(parent.caps, fidelities=("per_operation",)),
+                                       parts={"invariants": invariants_of(parent.name)}), replace=True)
