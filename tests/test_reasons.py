@@ -23,35 +23,40 @@ def test_hrws_watches_name_their_reasons():
     assert f"{Reason.PROBE}" == "probe"
 
 
-def test_no_reason_is_written_as_a_string():
-    """`Watch(op, "round_ended")` or `signal("peer_failed")` would be a word nothing checks."""
-    words = {r.value for r in Reason}
+def words_in_calls(callees: tuple, words: set, root: Path = ROOT) -> list[str]:
+    """file:line of every call to one of `callees` given one of `words` as a string literal,
+    in rdzv_sim/ and real_backend/."""
     found = []
-    for p in [*(ROOT / "rdzv_sim").rglob("*.py"), *(ROOT / "real_backend").rglob("*.py")]:
+    for p in [*(root / "rdzv_sim").rglob("*.py"), *(root / "real_backend").rglob("*.py")]:
         for node in ast.walk(ast.parse(p.read_text())):
             if not isinstance(node, ast.Call):
                 continue
             fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if fn in ("Watch", "signal", "take", "Local", "leave"):
-                found += [f"{p.relative_to(ROOT)}:{node.lineno}" for a in node.args
+            if fn in callees:
+                found += [f"{p.relative_to(root)}:{node.lineno}" for a in node.args
                           if isinstance(a, ast.Constant) and a.value in words]
+    return found
+
+
+def test_no_reason_is_written_as_a_string():
+    """`Watch(op, "round_ended")` or `signal("peer_failed")` would be a word nothing checks."""
+    found = words_in_calls(("Watch", "signal", "take", "Local", "leave"), {r.value for r in Reason})
     assert not found, found
 
 
 def test_no_exit_reason_is_written_as_a_string():
     """`Exit("store_lost")`, `gave_up(t, names, "rendezvous_timeout", ...)`: an agent's exit is
     an `ExitReason` where it is decided, in the agent, the round models and the real agents."""
-    words = {r.value for r in ExitReason}
-    found = []
-    for p in [*(ROOT / "rdzv_sim").rglob("*.py"), *(ROOT / "real_backend").rglob("*.py")]:
-        for node in ast.walk(ast.parse(p.read_text())):
-            if not isinstance(node, ast.Call):
-                continue
-            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if fn in ("Exit", "_exit", "_shut_down", "gave_up", "exit_"):
-                found += [f"{p.relative_to(ROOT)}:{node.lineno}" for a in node.args
-                          if isinstance(a, ast.Constant) and a.value in words]
+    found = words_in_calls(("Exit", "_exit", "_shut_down", "gave_up", "exit_"), {r.value for r in ExitReason})
     assert not found, found
+
+
+def test_the_scan_sees_a_word_written_as_a_string(tmp_path):
+    """The near miss: a planted `Exit("store_lost")` is found, `Exit(ExitReason.STORE_LOST)` not."""
+    (tmp_path / "rdzv_sim").mkdir()
+    (tmp_path / "real_backend").mkdir()
+    (tmp_path / "rdzv_sim" / "planted.py").write_text('Exit("store_lost")\nExit(ExitReason.STORE_LOST)\n')
+    assert words_in_calls(("Exit",), {r.value for r in ExitReason}, tmp_path) == ["rdzv_sim/planted.py:1"]
 
 
 def test_an_exit_reason_is_its_word_in_the_tables():
