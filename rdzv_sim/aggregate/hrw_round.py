@@ -1,7 +1,8 @@
 """`hrw`'s round model: every joiner's store operations as numpy batches on one FIFO.
 
-It follows the operations `rdzv_sim.protocols.hrw` makes, phase by phase, for all joiners at
-once (the per-operation runtime interleaves them request by request):
+It times the requests of hrw's script (`rdzv_sim.protocols.hrw.script`, the one statement of
+them, which the per-operation generator is held to), phase by phase, for all joiners at once
+(the per-operation runtime interleaves them request by request):
   join     check(P/closed) -> compare_set(round) -> add(seq) -> set(n{slot})  (slots in the
            store's FIFO order)
   watch    every joiner watches `closed` (those below min_nodes also `n{min}`, `P/closed` and
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..protocols.base import digest
+from ..protocols.hrw.script import (AWAIT_READY, BELOW_MIN, CLOSE, CONFIRM, END, JOIN, READY, WAIT,
+                                    nbytes)
 from ..reasons import ExitReason
 from .queue import Fifo
 from .round_model import Formed, RoundModel
@@ -57,19 +60,21 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     start = np.asarray(start, dtype=float)
     lat = np.asarray(lat, dtype=float)
     k = sizes.key
+
+    def size(req, count=1):
+        return nbytes(req, k, sizes.desc, sizes.assign, count)
     d2, d3 = _joins(fifo, start, lat, sizes)
     t_join = d2 + lat
     order = np.argsort(d2, kind="stable")
     n = len(order)
     if n < min_nodes:
         return None
-    fifo.serve(t_join + lat, k)                                # everyone watches `closed`
+    fifo.serve(t_join + lat, size(WAIT[0]))                       # everyone watches `closed`
     early = order[:min_nodes - 1]
-    fifo.serve(t_join[early] + lat[early], k)                  # those below min: n{min} too,
-    fifo.serve(t_join[early] + lat[early], k)                  # and P/closed,
-    fifo.serve(t_join[early] + lat[early], k)                  # and their round's `end`,
+    for req in BELOW_MIN:                                      # those below min: n{min} too,
+        fifo.serve(t_join[early] + lat[early], size(req))         # P/closed and their round's `end`,
     t_min = d3[order[min_nodes - 1]]                           # and, once it is written,
-    fifo.serve(np.maximum(t_min, t_join[early] + lat[early]) + 2 * lat[early], k)   # closed again
+    fifo.serve(np.maximum(t_min, t_join[early] + lat[early]) + 2 * lat[early], size(WAIT[0]))   # closed again
     if n >= max_nodes and t_join[order[max_nodes - 1]] <= t_join[order[min_nodes - 1]] + last_call:
         closer = int(order[max_nodes - 1])
         t0 = t_join[closer]
@@ -77,9 +82,10 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
         closer = int(order[min_nodes - 1])
         t0 = t_join[closer] + last_call
     lc = lat[closer]
-    t = fifo.one(t0 + lc, k) + lc                              # add(seq, 0): the count
+    add, cas, check, multi_get, multi_set = CLOSE
+    t = fifo.one(t0 + lc, size(add)) + lc                         # add(seq, 0): the count
     count = int(min(max_nodes, np.sum(d2 <= t - lc)))
-    t_closed = fifo.one(t + lc, 2 * k)                         # compare_set(closed)
+    t_closed = fifo.one(t + lc, size(cas))                        # compare_set(closed)
     members = order[:count]
     late = order[count:]
     ml = lat[members]
@@ -87,20 +93,20 @@ def hrw_round(fifo: Fifo, start: np.ndarray, lat: np.ndarray, min_nodes: int, ma
     # the members' watches on their assignments reach the store as the closer reads the
     # slots (they are served, then parked until the assignments exist)
     watch_a = np.full(count, np.inf)
-    watch_a[others] = fifo.serve(t_closed + 2 * ml[others], k)
+    watch_a[others] = fifo.serve(t_closed + 2 * ml[others], size(CONFIRM[0]))
     t = t_closed + lc
-    t = fifo.one(t + lc, count * k) + lc                       # check(slots)
-    t = fifo.one(t + lc, count * k) + lc                       # multi_get(descriptors)
-    t_assigned = fifo.one(t + lc, count * (k + sizes.assign))  # multi_set(assignments)
-    watch_a[~others] = fifo.one(t_assigned + 2 * lc, k)        # the closer's, after its reply
+    t = fifo.one(t + lc, size(check, count)) + lc                 # check(slots)
+    t = fifo.one(t + lc, size(multi_get, count)) + lc             # multi_get(descriptors)
+    t_assigned = fifo.one(t + lc, size(multi_set, count))         # multi_set(assignments)
+    watch_a[~others] = fifo.one(t_assigned + 2 * lc, size(CONFIRM[0]))   # the closer's, after its reply
     got = np.maximum(watch_a, t_assigned) + ml
-    t_confirm = fifo.serve(got + ml, k) + ml                   # add(ack)
+    t_confirm = fifo.serve(got + ml, size(CONFIRM[1])) + ml       # add(ack)
     last = int(np.argmax(t_confirm))
     rest = np.arange(count) != last
     watch = np.full(count, np.inf)
-    watch[rest] = fifo.serve(t_confirm[rest] + ml[rest], k)   # watch `ready` (parked)
-    t_ready = fifo.one(t_confirm[last] + ml[last], 2 * k + 2)  # compare_set(ready, "", "ok")
-    watch[last] = fifo.one(t_ready + 2 * ml[last], k)          # its watch, after the CAS reply
+    watch[rest] = fifo.serve(t_confirm[rest] + ml[rest], size(AWAIT_READY[0]))   # watch `ready` (parked)
+    t_ready = fifo.one(t_confirm[last] + ml[last], size(READY[0]))   # compare_set(ready, "", "ok")
+    watch[last] = fifo.one(t_ready + 2 * ml[last], size(AWAIT_READY[0]))   # its watch, after the CAS reply
     t_rank = np.maximum(watch, t_ready) + ml
     return RoundTiming(order, t_join, members, late, closer, t_closed, t_assigned, t_confirm, got, t_rank)
 
@@ -112,6 +118,7 @@ def _joins(fifo: Fifo, start: np.ndarray, lat: np.ndarray, sizes: Sizes) -> tupl
     last request of those before it forms the next group, so a joiner seconds behind the others
     does not hold their later phases back (the per-operation store serves them first)."""
     k, n = sizes.key, len(start)
+    check, cas, add, put = (nbytes(req, k, sizes.desc) for req in JOIN)
     order = np.argsort(start + lat, kind="stable")
     first = (start + lat)[order]
     d2, d3 = np.empty(n), np.empty(n)
@@ -121,10 +128,10 @@ def _joins(fifo: Fifo, start: np.ndarray, lat: np.ndarray, sizes: Sizes) -> tupl
         while True:
             g = order[i:j]
             lg = lat[g]
-            c0 = fifo.serve(start[g] + lg, k) + lg                     # check(P/closed): still open
-            r1 = fifo.serve(c0 + lg, k + 1) + lg                       # compare_set(round, "", "0")
-            a = fifo.serve(r1 + lg, k)                                 # add(seq, 1): the slot
-            b = fifo.serve(a + 2 * lg, k + sizes.desc)                 # set(n{slot}) (fire and forget)
+            c0 = fifo.serve(start[g] + lg, check) + lg                 # check(P/closed): still open
+            r1 = fifo.serve(c0 + lg, cas) + lg                         # compare_set(round, "", "0")
+            a = fifo.serve(r1 + lg, add)                               # add(seq, 1): the slot
+            b = fifo.serve(a + 2 * lg, put)                            # set(n{slot}) (fire and forget)
             grown = int(np.searchsorted(first, fifo.free_at, side="left"))
             if grown <= j:
                 break
@@ -249,8 +256,8 @@ class HrwRounds(RoundModel):
         the waiting."""
         job = self.job
         lat = job.host.lat[job.host.of(members)]
-        back = self.fifo.serve(t + lat, self.sizes.key + 4) + lat
-        self.fifo.serve(back + lat, self.sizes.key + 8)
+        back = self.fifo.serve(t + lat, nbytes(END[0], self.sizes.key)) + lat
+        self.fifo.serve(back + lat, nbytes(END[1], self.sizes.key))
         job.round += 1
         np.fmax(self.t_join, t + 2 * job.host.lat, out=self.t_join, where=~np.isnan(self.t_join))
         if self.prober is not None and self.prober[0] == t:
