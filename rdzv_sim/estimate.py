@@ -1,7 +1,7 @@
 """What a run will cost before it starts: rounds from the scenario's faults, seconds from the
-cost of one round per fidelity and protocol (measured on one core of a 2-core VM:
-reports/sim_speed.md). An estimate, within a factor of about two; it is there so that no one
-waits a silent hour, not to promise a time."""
+cost of one round per fidelity and protocol, plus a run's fixed cost (measured on a 2-core VM:
+reports/estimates.md, which sets each bundled scenario's estimate beside its run). It is there
+so that no one waits a silent hour, not to promise a time."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,7 +11,8 @@ from .protocols.registry import get, part
 
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
 
-PER_STORE_OP = 3.5e-5           # c10d per-operation: seconds per store request (reports/scale_c10d.md)
+OVERHEAD_S = 0.1                # a run's own cost: set-up, tables (reports/estimates.md)
+PER_STORE_OP = 1.2e-5           # c10d per-operation: seconds per store request (reports/estimates.md)
 
 
 def c10d_round(n: int, sc) -> float:
@@ -37,11 +38,11 @@ def cost_of(protocol: str, fidelity: str) -> Cost | None:
 
 
 # the built-in kits' costs: seconds of simulation per round of n nodes (reports/sim_speed.md,
-# reports/scale_c10d.md)
+# reports/scale_c10d.md; the aggregate hrw and c10d per operation set again by reports/estimates.md)
 HRW_PER_OPERATION = Cost(lambda n, sc: 3.8e-4 * n)
 STATIC_PER_OPERATION = Cost(lambda n, sc: 2.5e-4 * n)
 C10D_PER_OPERATION = Cost(c10d_round)
-HRW_AGGREGATE = Cost(lambda n, sc: 3e-5 * n)            # llama3-54d: ~35 s for ~760 rounds
+HRW_AGGREGATE = Cost(lambda n, sc: 4e-6 * n)
 # a quorum job's round re-forms one replica group, whatever the job's size; smaller groups make
 # more of them (reports/per_step_ft.md: llama3-54d-quorum from 11 s at groups of 128 to 53 s at 8)
 QUORUM_AGGREGATE = Cost(lambda n, sc: 0.03 * (16 / sc.protocol.group_size) ** 0.5)
@@ -82,6 +83,6 @@ def estimate(sc) -> Estimate:
     agg = (cost_of(name, "aggregate") or cost_of("hrw", "aggregate")) \
         if "aggregate" in get(name).caps.fidelities else None
     if sc.fidelity == "per_operation" and agg is not None:
-        faster = (f"--set fidelity=aggregate would take about {k * agg.per_round(n, sc):,.0f} s"
+        faster = (f"--set fidelity=aggregate would take about {OVERHEAD_S + k * agg.per_round(n, sc):,.0f} s"
                   + (agg.hint(n) if agg.hint else ""))
-    return Estimate(k, k * cost.per_round(n, sc), sc.fidelity, faster)
+    return Estimate(k, OVERHEAD_S + k * cost.per_round(n, sc), sc.fidelity, faster)
