@@ -78,8 +78,10 @@ def test_a_lighthouse_back_within_the_managers_retries_is_trained_through(tmp_pa
     machine: the retries cover 15 s). Every group's process lives on and trains on under the
     new Lighthouse's quorum ids. torchft 0.2.0's fresh ids start again at 1, so what follows
     has two outcomes (reports/validation/validate-quorum-lighthouse/runs.md), both asserted:
-    all three commit together again; or a group whose retry formed a quorum alone is left
-    out, and the others commit without it (that run never settles: 75 s bound it)."""
+    all three commit together again; or one group is left out, and the others commit without
+    it (that run never settles: 75 s bound it). Which group is left out is the store race of
+    runs.md: the lone first retry whose store held its id's keys, or, where start-up made more
+    quorums, a group that read another's stale address (seen under load), so it is not asserted."""
     cfg, steps, _ = _outage(tmp_path, retries=3, timeout=20.0, back_after=1.0, settle=10,
                             duration=75.0)
     killed = cfg.faults[0].killed
@@ -95,8 +97,6 @@ def test_a_lighthouse_back_within_the_managers_retries_is_trained_through(tmp_pa
         left_out = [g for g in range(3) if not any(len(r["replicas"]) > 1 for r in after[g])]
         assert len(left_out) == 1, left_out
         lone = names[left_out[0]]
-        alone = [r for r in steps if r["group"] == left_out[0] and r["t0"] > killed]
-        assert any(r["replicas"] == [lone] for r in alone), alone
         for g in set(range(3)) - set(left_out):
             assert after[g] and all(lone not in r["replicas"] for r in after[g]), after[g]
     for g in range(3):
