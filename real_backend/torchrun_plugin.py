@@ -40,10 +40,9 @@ from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
 
 from rdzv_sim import ops as O
 from rdzv_sim.events import Event
-from rdzv_sim.protocols.agent import (STORE_LOSS, AgentSettings, Exit, Memory, rendezvous_with_retry,
-                                      watch_round)
+from rdzv_sim.protocols.agent import AgentSettings, Exit, Memory, rendezvous_with_retry, watch_round
 from rdzv_sim.protocols.base import NodeInfo
-from rdzv_sim.reasons import ExitReason, Reason
+from rdzv_sim.reasons import STORE_LOSS, ExitReason, Reason
 
 from . import identity
 from .launcher import free_port
