@@ -22,6 +22,8 @@ class Event(str, Enum):
     RANK_ASSIGNED = "rank_assigned"
     WORKERS_STARTED = "workers_started"
     ROUND_LEFT = "round_left"
+    IN_PROCESS_RESTART = "in_process_restart"   # a world restarts in place (NVRx), no store round
+    SHRINK = "shrink"                           # a world shrinks its communicator, no store round
     REFORM_DUE = "reform_due"          # torchrun's handler: a reason to re-form (its agent decides)
     ROUND_STALE = "round_stale"
     STAND_IN_CLOSE = "stand_in_close"
@@ -86,7 +88,7 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.WAITING: ("slot", "waiting"), E.ROUND_CLOSED: ("count", "holes", "members"),
     E.CONFIRMED: ("cas_attempts",),
     E.RANK_ASSIGNED: ("digest", "first_rank", "latency", "master", "nnodes"),
-    E.ROUND_LEFT: ("reason",), E.REFORM_DUE: ("reason", "waiting"), E.STAND_IN_CLOSE: ("slot",), E.MEMBERS_LOST: ("probe",),
+    E.ROUND_LEFT: ("reason",), E.IN_PROCESS_RESTART: ("fault",), E.SHRINK: ("fault",), E.REFORM_DUE: ("reason", "waiting"), E.STAND_IN_CLOSE: ("slot",), E.MEMBERS_LOST: ("probe",),
     E.NO_QUORUM: ("members",), E.C10D_DEAD_NODES: ("removed",), E.BAD_VALUE: ("key", "reason"),
     E.RENDEZVOUS_FAILED: ("reason",), E.RENDEZVOUS_TIMEOUT: ("reason",), E.RENDEZVOUS_CLOSED: ("reason",),
     E.STORE_TIMEOUT: ("reason",), E.STORE_LOST: ("reason",),

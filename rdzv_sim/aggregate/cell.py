@@ -12,7 +12,11 @@ import math
 
 import numpy as np
 
+from ..events import Event
+from ..protocols import recovery
 from ..protocols.agent import out_of_restarts, uses_a_restart
+from ..protocols.base import digest
+from ..protocols.recovery import Fault, Mode
 from ..reasons import ExitReason, Reason
 from .hosts import HostCodes, HostList
 from .round_model import CellSpec, Formed
@@ -57,6 +61,13 @@ class Cell:
         self.leave_why = ""
         self.waiting_noticed = False
         self.model = None                 # set by the job once every cell exists
+        # recovery in place (protocols/recovery.py): faults pending, when they are acted on,
+        # in-place restarts since the last store round, the running world's spares
+        self.mode = Mode(job.sc.agent.recovery)
+        self.faults: list[tuple[Fault, str]] = []
+        self.recover_at: float | None = None
+        self.iteration = 0
+        self.pool: list[str] = []
 
     # --- what the job shares -------------------------------------------------------------
     @property
@@ -93,11 +104,13 @@ class Cell:
         self.model.gone(name, t)
         return bool(self.is_member[self.host.code[name]])
 
-    def member_died(self, t: float, notice: float) -> None:
+    def member_died(self, name: str, t: float, notice: float, fault: Fault = Fault.HOST_LOST) -> None:
         """A member died at t, its peers notice `notice` seconds later."""
         if not self.members and self.model.probes_members:
             return                    # nobody is left to end the round: a waiter's probe will
-        if t < self.t_ws:
+        if self.mode is not Mode.IN_JOB:
+            self._fault(fault, name, max(t, self.t_ws), notice)
+        elif t < self.t_ws:
             # dead before its workers came up: the others' process-group init (a barrier of
             # the members) waits for it in vain, as sim/pg_init.py has it per operation
             self.leave(self.t_ws + self.job.sc.agent.collective_timeout, Reason.PEER_FAILED)
@@ -106,12 +119,16 @@ class Cell:
 
     def workers_failed(self, name: str, t: float) -> None:
         if self.is_member[self.host.code[name]]:
-            self.leave(max(t, self.t_ws), Reason.WORKERS_FAILED)
+            if self.mode is not Mode.IN_JOB:
+                self._fault(Fault.WORKERS_FAILED, name, max(t, self.t_ws), 0.0)
+            else:
+                self.leave(max(t, self.t_ws), Reason.WORKERS_FAILED)
 
     def reset(self) -> None:
         self.round = 0
         self._clear_members()
         self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
+        self.faults, self.recover_at, self.iteration, self.pool = [], None, 0, []
         self.model.reset()
 
     # --- what a round model tells the job ------------------------------------------------
@@ -145,6 +162,8 @@ class Cell:
         self.is_member[hc] = True
         self.rank_of[hc] = ranks
         self.t_ws, self.waiting_noticed = t_ws, False
+        if self.mode is not Mode.IN_JOB:      # the world's inactive ranks: the idle agents now
+            self.iteration, self.pool = 0, self._idle()
         if f.doomed:                       # the init barrier waits for the dead one in vain
             self.leave(t_ws + a.collective_timeout, Reason.PEER_FAILED)
         return t_ws
@@ -154,9 +173,12 @@ class Cell:
         monitor tick after it (the agent's safe point), at least one tick after the start."""
         if not self.members or self.waiting_noticed:
             return
+        at = recovery.reform_at(self.job.sc.agent, self.t_ws, seen)
+        if at is None:
+            return                        # they wait for the next failure not absorbed in place
         self.waiting_noticed = True
         mon = self.job.sc.agent.monitor_interval
-        ticks = math.ceil((max(seen, self.t_ws) - self.t_ws) / mon)
+        ticks = math.ceil((max(at, self.t_ws) - self.t_ws) / mon)
         self.leave(self.t_ws + max(1, ticks) * mon, Reason.NODES_WAITING)
 
     def round_ended(self, t: float | None) -> None:
@@ -193,6 +215,8 @@ class Cell:
         """The members leave the round at `t` (the earliest reason wins)."""
         if self.leave_at is not None and self.leave_at <= t:
             return
+        if self.recover_at is not None and self.recover_at >= t:
+            self.recover_at, self.faults = None, []      # the round ends first: nothing to recover
         self.leave_at, self.leave_why = t, why
         self.at(t, lambda: self._left(t))
 
@@ -230,3 +254,82 @@ class Cell:
             self.model.shut_down(out, t)
         self.model.enter(names, times)
         job.requeue_if_none_left()
+
+    # --- recovery in place (protocols/recovery.py) -----------------------------------------
+    def _idle(self) -> list[str]:
+        """The cell's live agents that are not members (waiting in the rendezvous), by name."""
+        job = self.job
+        return [h for h in self.hosts if job.nodes[h].alive and h not in job.exited
+                and not self.is_member[self.host.code[h]]]
+
+    def _fault(self, fault: Fault, name: str, t: float, notice: float) -> None:
+        """A member's fault at t: the survivors act on it after the mode's detection."""
+        self.faults.append((fault, name))
+        at = t + recovery.detection(self.job.sc.agent, fault, notice)
+        if self.leave_at is not None and self.leave_at <= at:
+            return                        # the round ends first
+        if self.recover_at is not None and self.recover_at <= at:
+            return
+        self.recover_at = at
+        self.at(at, lambda: self._recover(at))
+
+    def _recover(self, t: float) -> None:
+        if self.recover_at != t:
+            return                        # superseded, or the round ended first
+        self.recover_at = None
+        faults, self.faults = self.faults, []
+        lost = {n for f, n in faults if f is not Fault.WORKERS_FAILED}
+        failed = {n for f, n in faults if f is Fault.WORKERS_FAILED}
+        fault = min((f for f, _ in faults), key=list(Fault).index)
+        ranked = sorted(zip(self.rank_of[self.members.codes].tolist(), self.members))
+        old = [m for _, m in ranked]
+        members = old + sorted(n for n in lost if n not in old)      # the world before the fault
+        p = recovery.plan(self.job.sc.agent, fault, members, lost, failed,
+                          [h for h in self.pool if h in set(self._idle())],
+                          min_nodes=self.sc.min_nodes, segment=self.job.sc.scheduler.segment,
+                          iteration=self.iteration)
+        why = Reason.WORKERS_FAILED if fault is Fault.WORKERS_FAILED else Reason.PEER_FAILED
+        if not p.absorbed or not self.members:
+            self.leave(t, why)
+            return
+        self._in_place(t, p, why, fault)
+
+    def _in_place(self, t: float, p, why: str, fault: Fault) -> None:
+        """The world goes on without a store round: the members leave the round, and the new
+        world (`p.members`) is a round of the tables of its own, its ranks known `p.ranked`
+        and its workers training `p.start` after."""
+        tr, r, job = self.trace, self.round, self.job
+        mc = self.members.codes
+        tr.record_many(t, self.host.traced(mc), "round_left", r, ranks=self.rank_of[mc],
+                       fields={"reason": why})
+        self.leave_at = None                           # a leave planned for the old world is void
+        job.trace.round_offset += 1                    # the store's round r is this world now
+        new = list(p.members)
+        hc = self.host.of(new)
+        gone = set(self.members)
+        for name in new:
+            if name not in gone:                       # a spare leaves the rendezvous for it
+                self.model.gone(name, t)
+        codes = self.host.traced(hc)
+        nn = len(new)
+        nproc = job.sc.cluster.nproc_per_node
+        ranks = np.arange(nn, dtype=np.int64)
+        event = Event.IN_PROCESS_RESTART if p.why == Mode.IN_PROCESS else Event.SHRINK
+        tr.record_many(t, codes, event, r, fields={"fault": str(fault)})
+        t_rank, t_ws = t + p.ranked, t + p.ranked + p.start
+        tr.record(t_rank, new[0], "round_closed", r, world_size=nproc * nn,
+                  detail={"members": new, "count": nn, "holes": 0})
+        tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=nproc * nn,
+                       fields={"digest": digest(new), "first_rank": ranks * nproc, "nnodes": nn,
+                               "latency": p.ranked, "master": new[0]})
+        tr.record_many(t_ws, codes, "workers_started", r, ranks=ranks, world_size=nproc * nn)
+        self._clear_members()
+        self.members = HostList(new, hc)
+        self.is_member[hc] = True
+        self.rank_of[hc] = ranks
+        self.t_ws, self.waiting_noticed = t_ws, False
+        self.iteration += 1
+        self.pool = [h for h in self.pool if h not in set(new)]
+        self.model.regrouped(self.members, t_ws)
+        if job.sc.agent.reform_every is not None and self._idle():
+            self.nodes_waiting(t)

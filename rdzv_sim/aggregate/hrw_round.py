@@ -282,6 +282,13 @@ class HrwRounds(RoundModel):
             ops = 4 + job.protocol.round_key_count(*old, probes=0)
             self.fifo.serve(t_ws + lr + np.arange(ops) * (2 * lr + self.fifo.store.service_base), k)
 
+    def regrouped(self, members, t_workers: float) -> None:
+        """The dead are out of the world: no probe is to end it for them."""
+        if self.prober is not None:
+            self.prober = None
+            self.job.round_ended(None)
+        self.dead_at = None
+
     def shut_down(self, names: list[str], t: float) -> None:
         """close_on_shutdown: set_closed, and every joiner waiting wakes to RendezvousClosed."""
         if self.closed or not getattr(self.job.sc.protocol, "close_on_shutdown", False):

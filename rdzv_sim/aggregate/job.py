@@ -20,6 +20,7 @@ first running moments.
 """
 from __future__ import annotations
 
+from ..protocols.recovery import Fault
 from ..sim.job import Job
 from ..sim.node import SimNode
 from .cell import Cell
@@ -70,7 +71,7 @@ class AggregateJob(Job):
         self.exited.discard(node.name)
         cell.drop(node.name)
 
-    def crash(self, node: SimNode, cause: str, detection: float | None = None) -> None:
+    def crash(self, node: SimNode, cause: str, detection: float | None = None, unusable: bool = False) -> None:
         if not node.alive:
             return
         cell = self.cell_of[node.name]
@@ -82,7 +83,8 @@ class AggregateJob(Job):
         self.scheduler.failed(node)
         cell.drop(node.name)
         if was_member:
-            cell.member_died(self.env.now, self.notice_delay(cause, detection))
+            cell.member_died(node.name, self.env.now, self.notice_delay(cause, detection),
+                             Fault.DEVICE_UNUSABLE if unusable else Fault.HOST_LOST)
 
     def fail_workers(self, node: SimNode) -> None:
         if node.alive:

@@ -114,6 +114,10 @@ class RoundModel:
     def running(self, formed: Formed, t_workers: float) -> None:
         """The round's workers start at `t_workers` (its store work while running)."""
 
+    def regrouped(self, members, t_workers: float) -> None:
+        """The running world recovered in place (no store round): these are its members now,
+        training from `t_workers`."""
+
     def shut_down(self, names: list[str], t: float) -> None:
         """These agents exit at `t` by their handler's shutdown (out of restarts, timed out,
         closed): what the protocol's shutdown does to the others."""

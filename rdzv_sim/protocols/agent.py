@@ -18,6 +18,7 @@ from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, 
 from ..reasons import STORE_LOSS, ExitReason, Reason
 from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                    RoundResult)
+from .recovery import InProcess, Mode, Shrink
 
 FAILURES = (Reason.WORKERS_FAILED, Reason.PEER_FAILED)
 TERMINATED = Reason.TERMINATED       # SIGTERM to the agent (a preemption's notice)
@@ -40,6 +41,13 @@ class AgentSettings(BaseModel):
     retry_backoff: NonNegativeFloat = 1.0       # after a store timeout, before trying the rendezvous again
     max_rendezvous_attempts: PositiveInt = 20   # failed or timed-out rounds in a row before exit
     process_start: NonNegativeFloat = 0.0       # agent process start-up (imports) before it joins
+    # how a failure of a running round is recovered (protocols/recovery.py, docs/recovery.md)
+    recovery: Mode = Mode.IN_JOB
+    in_process: InProcess = InProcess()         # NVRx's in-process restart, part by part
+    shrink: Shrink = Shrink()                   # torch's shrink_group
+    # in_process and shrink: hosts that wait re-form the world this long after it started
+    # (a planned re-form); None: at the next failure the mode cannot absorb
+    reform_every: PositiveFloat | None = None
 
 
 def uses_a_restart(reason: str) -> bool:

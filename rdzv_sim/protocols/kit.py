@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .recovery import Mode
 from .settings import ProtocolSettings
 
 FIDELITIES = ("per_operation", "aggregate")
@@ -56,6 +57,7 @@ class Capabilities:
     torch_baseline: str | None = None       # a torch handler a real run may use instead
                                             # (validate --torch-static)
     torchrun: str | None = None         # None: it runs as a torchrun rendezvous handler; else why not
+    recovery: tuple[str, ...] = ("in_job",)    # the agent's recovery modes it supports (recovery.Mode)
 
     def __post_init__(self):
         f = tuple(self.fidelities) if isinstance(self.fidelities, (tuple, list)) else None
@@ -63,6 +65,12 @@ class Capabilities:
             raise ValueError(f"Capabilities: fidelities {self.fidelities!r} must list 'per_operation' and "
                              f"may add 'aggregate' (with a round_model part)")
         object.__setattr__(self, "fidelities", f)
+        r = tuple(self.recovery) if isinstance(self.recovery, (tuple, list)) else None
+        modes = tuple(m.value for m in Mode)
+        if not r or any(x not in modes for x in r) or "in_job" not in r:
+            raise ValueError(f"Capabilities: recovery {self.recovery!r} must list 'in_job' and may add "
+                             f"{', '.join(repr(m) for m in modes[1:])}")
+        object.__setattr__(self, "recovery", r)
         for k in ("deterministic", "fixed_world", "ranks_given"):
             if not isinstance(getattr(self, k), bool):
                 raise ValueError(f"Capabilities: {k} must be True or False, got {getattr(self, k)!r}")

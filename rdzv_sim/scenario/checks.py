@@ -50,6 +50,14 @@ def problems(sc: Scenario) -> list[tuple[tuple, str]]:
         out.append((("protocol", "min_nodes"),
                     f"min_nodes ({sc.min_nodes}) exceeds the cluster's {sc.cluster.nodes} nodes"))
     out += p.problems(sc)                 # what the protocol itself says of the scenario
+    modes = specs()[p.name].caps.recovery if p.name in specs() else ("in_job",)
+    if sc.agent.recovery not in modes:
+        out.append((("agent", "recovery"), f"protocol {p.name!r} recovers {' or '.join(modes)}, not "
+                    f"{sc.agent.recovery}"))
+    seg = sc.scheduler.segment
+    if seg > 1 and sc.min_nodes % seg:
+        out.append((("scheduler", "segment"), f"min_nodes ({sc.min_nodes}) must be a multiple of the "
+                    f"segment ({seg} hosts): an in-process restart keeps whole segments"))
     if sc.fidelity == "aggregate":
         if sc.store.kind != "tcpstore":
             out.append((("store", "kind"), "fidelity: aggregate models one TCPStore only; use "

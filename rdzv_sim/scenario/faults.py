@@ -200,7 +200,13 @@ class _Links(_Span):
 class Crash(_At):
     kind: Literal["crash"]
     node: int
+    # the host's device is left unusable (a sticky CUDA error): an in-process restart cannot
+    # absorb it and falls back to an in-job one (agent.recovery); in_job: a crash as any
+    device_unusable: bool = False
     aggregate: ClassVar[bool] = True
+
+    def actions(self, i):
+        return [Action(self.start, self.start, "crash", value=float(self.device_unusable), **self._where(i))]
 
 
 class Restart(_At):

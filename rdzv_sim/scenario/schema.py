@@ -121,6 +121,9 @@ class Scheduler(Strict):
     # workers stop, it is never started again, the next round forms without it. None: never
     drain_slower_than: Annotated[float, Field(gt=1.0, le=1000.0)] | None = None
     drain_after: NonNegativeFloat = 60.0
+    # hosts in one NVLink domain: an in-process restart keeps the active world a multiple of it
+    # (NVRx's ActiveWorldSizeDivisibleBy), and min_nodes must be one too
+    segment: PositiveInt = 1
 
 
 class Outputs(Strict):
@@ -164,6 +167,9 @@ class Interruptions(Strict):
     # node and rack scope: seconds until the peers' collectives fail (a watchdog, fast failure
     # detection); None: agent.collective_timeout, as when a host vanishes
     detection: PositiveFloat | None = None
+    # node and rack scope: the hosts' devices are left unusable (a sticky CUDA error): an
+    # in-process restart cannot absorb it (agent.recovery); in_job: a crash as any
+    device_unusable: bool = False
 
     def rates(self, sc) -> tuple[float, float]:
         """As `NodeFailures.rates`: a repaired host or rack comes back (two rounds)."""

@@ -70,7 +70,7 @@ def interruptions(sim, spec, rng: np.random.Generator):
             hosts = [sim.nodes[h] for h in sim.net.hosts_in_rack(rack)]
         else:
             hosts = [sim.node_at(int(rng.integers(len(sim.hosts))))]
-        _strike(sim, hosts, spec.cause, spec.detection, spec.repair)
+        _strike(sim, hosts, spec.cause, spec.detection, spec.repair, spec.device_unusable)
 
 
 def replay(sim, plan, rng: np.random.Generator):
@@ -104,10 +104,11 @@ def _job_interruption(sim, cause: str) -> None:
         sim.fail_workers(node)
 
 
-def _strike(sim, hosts, cause: str, detection: float | None, repair: float | None) -> None:
+def _strike(sim, hosts, cause: str, detection: float | None, repair: float | None,
+            unusable: bool = False) -> None:
     """The hosts crash (their peers notice after `detection`) and come back after `repair`."""
     for node in hosts:
-        sim.crash(node, cause, detection)
+        sim.crash(node, cause, detection, unusable)
     if repair is not None:
         sim.env.process(_repair(sim, hosts, repair, cause))
 

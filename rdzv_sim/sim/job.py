@@ -114,8 +114,9 @@ class Job:
         """The scheduler ends a host's agent (not a failure: nothing is counted against it)."""
         raise NotImplementedError
 
-    def crash(self, node: SimNode, cause: str, detection: float | None = None) -> None:
-        """The host is gone (`cause`); its peers notice after `notice_delay`."""
+    def crash(self, node: SimNode, cause: str, detection: float | None = None, unusable: bool = False) -> None:
+        """The host is gone (`cause`); its peers notice after `notice_delay`. `unusable`: its
+        device is left unusable (an in-process restart cannot absorb it)."""
         raise NotImplementedError
 
     def fail_workers(self, node: SimNode) -> None:

@@ -69,7 +69,7 @@ class Simulation(Job):
             node.process.interrupt("stop")
         node.running_round = None
 
-    def crash(self, node: SimNode, cause: str, detection: float | None = None) -> None:
+    def crash(self, node: SimNode, cause: str, detection: float | None = None, unusable: bool = False) -> None:
         if not node.alive:
             return
         self.trace.record(self.env.now, node.name, "fault_crash", node.running_round,

@@ -41,7 +41,8 @@ class SimWorld(World):
 
     # --- hosts and agents ------------------------------------------------------------
     def crash(self, a, state):
-        self.sim.crash(self.sim.node_at(a.node), "crash")
+        unusable = bool(a.value)
+        self.sim.crash(self.sim.node_at(a.node), "device_unusable" if unusable else "crash", unusable=unusable)
 
     def restart(self, a, state, why="restart"):
         node = self.sim.node_at(a.node)

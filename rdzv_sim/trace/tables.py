@@ -38,6 +38,9 @@ def store_load_table(load: dict, bin_s: float, scenario: str, seed: int) -> pd.D
     return stamp(df, scenario, seed)
 
 
+JOINS = ("join", "in_process_restart", "shrink")
+
+
 def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
                  det: dict | None = None) -> pd.DataFrame:
     """One row per completed round: when, who, how fast, how much store traffic. `det`: the
@@ -51,7 +54,8 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
     # wait list is the round before the one it ends up in)
     rows = []
     if len(ra):
-        joins = events.loc[events["event"] == "join", ["t", "node"]].astype({"t": float})
+        # an in-place recovery (no store round) starts its round as a join does
+        joins = events.loc[events["event"].isin(JOINS), ["t", "node"]].astype({"t": float})
         ra = pd.merge_asof(ra.astype({"t": float}).reset_index().sort_values("t"),
                            joins.assign(_joined=joins["t"]).sort_values("t"),
                            on="t", by="node", direction="backward").set_index("index").sort_index()

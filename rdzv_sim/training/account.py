@@ -88,13 +88,17 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
     # a round's members leave after its training stopped (t1 is their first stop)
     first_left = events.loc[events["event"] == "round_left"].groupby("round")["t"].min().to_dict()
     slow = straggles(events)
+    # rounds a shrink made: their survivors train on from memory (nothing reloaded or lost)
+    shrunk = set(events.loc[events["event"] == "shrink", "round"].dropna().astype(int).tolist())
     rows, from_peer = [], False
     for i, s in enumerate(spans.itertuples(index=False)):
         final = s.end == "run_end"
         nxt_t0 = float(spans["t0"].iloc[i + 1]) if i + 1 < len(spans) else duration
+        kept = i + 1 < len(spans) and int(spans["round"].iloc[i + 1]) in shrunk
         requeued = bool(((requeues >= s.t1) & (requeues < nxt_t0)).any())
         peer_ok = (tr.checkpoint == "in_memory" and not requeued and _peer_ok(s.members, s.crashed))
-        w = span_work(s.t1 - s.t0, tr, first=i == 0, final=final, from_peer=from_peer, peer_ok=peer_ok)
+        w = span_work(s.t1 - s.t0, tr, first=i == 0 or s.round in shrunk, final=final or kept,
+                      from_peer=from_peer, peer_ok=peer_ok)
         used = hosts_used(s.hosts, tr)
         rows.append({"round": s.round, "t0": s.t0, "t1": s.t1, "hosts": s.hosts, "hosts_used": used,
                      "throughput": throughput(used, full, tr),
@@ -102,7 +106,8 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
                      "end": s.end, "reason": s.reason, "load_s": w.load, "stall_s": w.stalls,
                      "progress_s": w.progress, "saved_s": w.saved if used else 0.0,
                      "lost_s": w.lost if used else w.progress, "restart_from":
-                     "start" if i == 0 else ("peer" if from_peer else "checkpoint")})
+                     "start" if i == 0 else "memory" if s.round in shrunk
+                     else ("peer" if from_peer else "checkpoint")})
         from_peer = peer_ok and not final
     table = pd.DataFrame(rows, columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate",
                                         "end", "reason", "load_s", "stall_s", "progress_s",

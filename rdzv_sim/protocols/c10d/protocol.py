@@ -304,7 +304,7 @@ class C10dProtocol(Protocol):
 
 
 register_kit(Kit("c10d", C10dProtocol, C10dSettings,
-                 Capabilities(fidelities=("per_operation", "aggregate"), torch_counterpart="c10d"), parts={
+                 Capabilities(fidelities=("per_operation", "aggregate"), recovery=("in_job", "in_process", "shrink"), torch_counterpart="c10d"), parts={
     "round_model": "rdzv_sim.aggregate.c10d_rounds:C10dRounds", "known": "rdzv_sim.testing.known:C10D",
     "cost/per_operation": "rdzv_sim.estimate:C10D_PER_OPERATION",
     "cost/aggregate": "rdzv_sim.estimate:C10D_AGGREGATE"}))

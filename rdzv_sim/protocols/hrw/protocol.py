@@ -373,7 +373,7 @@ class HrwProtocol(RoundKeys, Protocol):
 
 
 register_kit(Kit("hrw", HrwProtocol, HrwSettings,
-                 Capabilities(fidelities=("per_operation", "aggregate"), deterministic=True), parts={
+                 Capabilities(fidelities=("per_operation", "aggregate"), recovery=("in_job", "in_process", "shrink"), deterministic=True), parts={
     "round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds",
     "invariants": "rdzv_sim.testing.invariants:HRW", "known": "rdzv_sim.testing.known:HRW",
     "cost/per_operation": "rdzv_sim.estimate:HRW_PER_OPERATION",
