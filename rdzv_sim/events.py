@@ -24,6 +24,7 @@ class Event(str, Enum):
     ROUND_LEFT = "round_left"
     IN_PROCESS_RESTART = "in_process_restart"   # a world restarts in place (NVRx), no store round
     SHRINK = "shrink"                           # a world shrinks its communicator, no store round
+    RECOVERY_FALLBACK = "recovery_fallback"     # a failure the mode does not absorb: restart in job
     REFORM_DUE = "reform_due"          # torchrun's handler: a reason to re-form (its agent decides)
     ROUND_STALE = "round_stale"
     STAND_IN_CLOSE = "stand_in_close"
@@ -88,14 +89,15 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.WAITING: ("slot", "waiting"), E.ROUND_CLOSED: ("count", "holes", "members"),
     E.CONFIRMED: ("cas_attempts",),
     E.RANK_ASSIGNED: ("digest", "first_rank", "latency", "master", "nnodes"),
-    E.ROUND_LEFT: ("reason",), E.IN_PROCESS_RESTART: ("fault",), E.SHRINK: ("fault",), E.REFORM_DUE: ("reason", "waiting"), E.STAND_IN_CLOSE: ("slot",), E.MEMBERS_LOST: ("probe",),
+    E.ROUND_LEFT: ("reason",), E.IN_PROCESS_RESTART: ("fault",), E.SHRINK: ("fault",),
+    E.RECOVERY_FALLBACK: ("fault", "why"), E.REFORM_DUE: ("reason", "waiting"), E.STAND_IN_CLOSE: ("slot",), E.MEMBERS_LOST: ("probe",),
     E.NO_QUORUM: ("members",), E.C10D_DEAD_NODES: ("removed",), E.BAD_VALUE: ("key", "reason"),
     E.RENDEZVOUS_FAILED: ("reason",), E.RENDEZVOUS_TIMEOUT: ("reason",), E.RENDEZVOUS_CLOSED: ("reason",),
     E.STORE_TIMEOUT: ("reason",), E.STORE_LOST: ("reason",),
     E.STORE_FAILOVER: ("epoch", "serve", "store"), E.STORE_FAILOVER_FAILED: ("epoch", "reason"),
     E.AGENT_EXIT: ("reason",), E.PG_READY: ("allreduce_ok", "allreduce_s", "backend", "init_s"),
     E.PG_FAILED: ("error",),
-    E.FAULT_CRASH: ("cause",), E.FAULT_PAUSE: ("duration",), E.FAULT_PARTITION: ("duration", "hosts"),
+    E.FAULT_CRASH: ("cause", "unusable"), E.FAULT_PAUSE: ("duration",), E.FAULT_PARTITION: ("duration", "hosts"),
     E.PARTITION_HEALED: ("hosts",), E.FAULT_LATENCY: ("delay", "duration", "hosts"),
     E.LATENCY_HEALED: ("hosts",), E.FAULT_LOSS: ("duration", "hosts", "rate", "rto"),
     E.LOSS_HEALED: ("held", "hosts"), E.FAULT_RACK_FAILURE: ("hosts",), E.FAULT_CLOCK_SKEW: ("offset",),

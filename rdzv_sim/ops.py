@@ -155,6 +155,12 @@ class StartWorkers:
 
 
 @dataclass(frozen=True, slots=True)
+class InPlace:
+    """The world this node's workers train in after an in-place recovery (recovery.py): returns
+    its RoundResult once its workers train again (no rendezvous, no store round)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StopWorkers:
     """Stop the workers of the current round (before a re-rendezvous or on exit)."""
     reason: str

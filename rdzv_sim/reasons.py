@@ -16,6 +16,8 @@ class Reason(str, Enum):
     ROUND_ENDED = "round_ended"          # another member ended the round (a watch)
     NODES_WAITING = "nodes_waiting"      # late joiners wait for the next round (a watch)
     PROBE = "probe"                      # a waiter asks whether the members live (answered in place)
+    IN_PLACE = "in_place"                # the world recovered in place: train on in it (a signal)
+    LEFT_OUT = "left_out"                # the world recovered in place without this member (a signal)
 
 
 SIGNALS = (Reason.WORKERS_FAILED, Reason.PEER_FAILED, Reason.TERMINATED, Reason.AGENT_FAILED)

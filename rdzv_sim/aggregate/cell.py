@@ -12,12 +12,11 @@ import math
 
 import numpy as np
 
-from ..events import Event
 from ..protocols import recovery
 from ..protocols.agent import out_of_restarts, uses_a_restart
-from ..protocols.base import digest
 from ..protocols.recovery import Fault, Mode
 from ..reasons import ExitReason, Reason
+from ..sim import in_place
 from .hosts import HostCodes, HostList
 from .round_model import CellSpec, Formed
 
@@ -67,7 +66,7 @@ class Cell:
         self.faults: list[tuple[Fault, str]] = []
         self.recover_at: float | None = None
         self.iteration = 0
-        self.pool: list[str] = []
+        self.t_formed = 0.0               # when the running world's store round formed
 
     # --- what the job shares -------------------------------------------------------------
     @property
@@ -128,7 +127,7 @@ class Cell:
         self.round = 0
         self._clear_members()
         self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
-        self.faults, self.recover_at, self.iteration, self.pool = [], None, 0, []
+        self.faults, self.recover_at, self.iteration, self.t_formed = [], None, 0, 0.0
         self.model.reset()
 
     # --- what a round model tells the job ------------------------------------------------
@@ -162,8 +161,7 @@ class Cell:
         self.is_member[hc] = True
         self.rank_of[hc] = ranks
         self.t_ws, self.waiting_noticed = t_ws, False
-        if self.mode is not Mode.IN_JOB:      # the world's inactive ranks: the idle agents now
-            self.iteration, self.pool = 0, self._idle()
+        self.iteration, self.t_formed = 0, self.env.now
         if f.doomed:                       # the init barrier waits for the dead one in vain
             self.leave(t_ws + a.collective_timeout, Reason.PEER_FAILED)
         return t_ws
@@ -225,6 +223,7 @@ class Cell:
             return                                       # superseded by an earlier leave
         why, r, job = self.leave_why, self.round, self.job
         self.leave_at = None
+        self.recover_at, self.faults = None, []          # the round is over: nothing to recover
         if not self.members and self.model.probes_members and why != Reason.ROUND_ENDED:
             return          # every member died before it noticed: a waiter's probe ends the round
         # a member that stopped or crashed was dropped then: every member is alive
@@ -262,12 +261,16 @@ class Cell:
         return [h for h in self.hosts if job.nodes[h].alive and h not in job.exited
                 and not self.is_member[self.host.code[h]]]
 
+    def _spares(self) -> list[str]:
+        """The running world's inactive ranks: idle agents up since its store round formed."""
+        return [h for h in self._idle() if in_place.spare(self.job.nodes[h], self.t_formed)]
+
     def _fault(self, fault: Fault, name: str, t: float, notice: float) -> None:
         """A member's fault at t: the survivors act on it after the mode's detection."""
-        self.faults.append((fault, name))
         at = t + recovery.detection(self.job.sc.agent, fault, notice)
         if self.leave_at is not None and self.leave_at <= at:
             return                        # the round ends first
+        self.faults.append((fault, name))
         if self.recover_at is not None and self.recover_at <= at:
             return
         self.recover_at = at
@@ -280,56 +283,46 @@ class Cell:
         faults, self.faults = self.faults, []
         lost = {n for f, n in faults if f is not Fault.WORKERS_FAILED}
         failed = {n for f, n in faults if f is Fault.WORKERS_FAILED}
-        fault = min((f for f, _ in faults), key=list(Fault).index)
+        fault = in_place.worst(f for f, _ in faults)
         ranked = sorted(zip(self.rank_of[self.members.codes].tolist(), self.members))
         old = [m for _, m in ranked]
         members = old + sorted(n for n in lost if n not in old)      # the world before the fault
         p = recovery.plan(self.job.sc.agent, fault, members, lost, failed,
-                          [h for h in self.pool if h in set(self._idle())],
+                          self._spares(),
                           min_nodes=self.sc.min_nodes, segment=self.job.sc.scheduler.segment,
                           iteration=self.iteration)
         why = Reason.WORKERS_FAILED if fault is Fault.WORKERS_FAILED else Reason.PEER_FAILED
         if not p.absorbed or not self.members:
+            if not p.absorbed:
+                in_place.fell_back(self.trace, t, self.round, fault, p)
             self.leave(t, why)
             return
         self._in_place(t, p, why, fault)
 
     def _in_place(self, t: float, p, why: str, fault: Fault) -> None:
-        """The world goes on without a store round: the members leave the round, and the new
-        world (`p.members`) is a round of the tables of its own, its ranks known `p.ranked`
-        and its workers training `p.start` after."""
-        tr, r, job = self.trace, self.round, self.job
-        mc = self.members.codes
-        tr.record_many(t, self.host.traced(mc), "round_left", r, ranks=self.rank_of[mc],
-                       fields={"reason": why})
-        self.leave_at = None                           # a leave planned for the old world is void
-        job.trace.round_offset += 1                    # the store's round r is this world now
+        """The world goes on without a store round (`sim/in_place.py`): the new world is a
+        round of the tables of its own; members left out, and the spares not taken, wait in
+        the rendezvous."""
+        job, mc = self.job, self.members.codes
+        old = list(self.members)
         new = list(p.members)
+        taken = [n for n in new if not self.is_member[self.host.code[n]]]
+        for name in taken:                             # a spare leaves the rendezvous for it
+            self.model.gone(name, t)
         hc = self.host.of(new)
-        gone = set(self.members)
-        for name in new:
-            if name not in gone:                       # a spare leaves the rendezvous for it
-                self.model.gone(name, t)
-        codes = self.host.traced(hc)
-        nn = len(new)
-        nproc = job.sc.cluster.nproc_per_node
-        ranks = np.arange(nn, dtype=np.int64)
-        event = Event.IN_PROCESS_RESTART if p.why == Mode.IN_PROCESS else Event.SHRINK
-        tr.record_many(t, codes, event, r, fields={"fault": str(fault)})
-        t_rank, t_ws = t + p.ranked, t + p.ranked + p.start
-        tr.record(t_rank, new[0], "round_closed", r, world_size=nproc * nn,
-                  detail={"members": new, "count": nn, "holes": 0})
-        tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=nproc * nn,
-                       fields={"digest": digest(new), "first_rank": ranks * nproc, "nnodes": nn,
-                               "latency": p.ranked, "master": new[0]})
-        tr.record_many(t_ws, codes, "workers_started", r, ranks=ranks, world_size=nproc * nn)
+        _, t_ws = in_place.record(self.trace, t, self.round, self.host.traced(mc), self.rank_of[mc], new,
+                                  p, why, fault, job.sc.cluster.nproc_per_node, self.host.traced(hc))
+        self.leave_at = None                           # a leave planned for the old world is void
         self._clear_members()
         self.members = HostList(new, hc)
         self.is_member[hc] = True
-        self.rank_of[hc] = ranks
+        self.rank_of[hc] = np.arange(len(new), dtype=np.int64)
         self.t_ws, self.waiting_noticed = t_ws, False
         self.iteration += 1
-        self.pool = [h for h in self.pool if h not in set(new)]
         self.model.regrouped(self.members, t_ws)
+        keep = set(new)
+        out = [n for n in old if n not in keep]        # left out: rendezvous again
+        if out:
+            self.model.enter(out, [t] * len(out))
         if job.sc.agent.reform_every is not None and self._idle():
             self.nodes_waiting(t)

@@ -58,6 +58,7 @@ class AggregateJob(Job):
         node.alive = True
         self.exited.discard(node.name)
         node.incarnation += 1
+        node.started_at = self.env.now
         self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
         self.cell_of[node.name].enter(node.name, self.env.now + self.sc.agent.process_start)
 
@@ -77,7 +78,7 @@ class AggregateJob(Job):
         cell = self.cell_of[node.name]
         was_member = cell.gone(node.name, self.env.now)
         self.trace.record(self.env.now, node.name, "fault_crash", self.round_of(node.name),
-                          detail={"cause": cause})
+                          detail={"cause": cause, "unusable": True} if unusable else {"cause": cause})
         node.alive = False
         self.exited.discard(node.name)
         self.scheduler.failed(node)

@@ -13,12 +13,12 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..events import Event
-from ..ops import (Emit, FirstOf, Local, Now, Sleep, StartWorkers, StopWorkers, StoreAddress,
+from ..ops import (Emit, FirstOf, InPlace, Local, Now, Sleep, StartWorkers, StopWorkers, StoreAddress,
                    StoreError, StoreTimeout, UseStore)
 from ..reasons import STORE_LOSS, ExitReason, Reason
 from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                    RoundResult)
-from .recovery import InProcess, Mode, Shrink
+from .recovery import InProcess, Mode, Shrink, reform_at
 
 FAILURES = (Reason.WORKERS_FAILED, Reason.PEER_FAILED)
 TERMINATED = Reason.TERMINATED       # SIGTERM to the agent (a preemption's notice)
@@ -192,32 +192,53 @@ class Memory:
         return k is not None
 
 
-def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
-    """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...)."""
+def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claimed: bool = False):
+    """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...).
+    `claimed`: a spare taken into a world that recovered in place: it trains there first."""
     protocol = protocol.for_agent(node)
     restarts, memory = 0, Memory()
+    in_place = cfg.recovery != Mode.IN_JOB
+    local = FAILURES + (TERMINATED, AGENT_FAILED) + ((Reason.IN_PLACE, Reason.LEFT_OUT) if in_place else ())
     while True:
-        result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, memory.last)
-        if isinstance(result, Exit):
-            # a round assigned in this call (its confirmation failed) was assigned on this
-            # store: its members' failover cycles all end here
-            new = protocol.cfg.fails_over and result.last is not None and result.last is not memory.last
-            memory.assigned(result.last, (yield StoreAddress()) if new else None)
-            if result.reason in STORE_LOSS and (yield from memory.move(protocol, node)):
-                continue
-            return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
-        memory.assigned(result, (yield StoreAddress()) if protocol.cfg.fails_over else None)
-        yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
-        t_start = yield Now()
-        yield Emit(Event.WORKERS_STARTED, round=result.round, rank=result.rank,
-                   world_size=result.world_size)
-        try:
-            yield from protocol.clean_up(result)
-        except (StoreTimeout, StoreError):
-            pass                                # best effort: the next round's rank 0 tries again
+        if claimed:
+            claimed = False
+            result = yield InPlace()
+            t_start = yield Now()
+        else:
+            result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, memory.last)
+            if isinstance(result, Exit):
+                # a round assigned in this call (its confirmation failed) was assigned on this
+                # store: its members' failover cycles all end here
+                new = protocol.cfg.fails_over and result.last is not None and result.last is not memory.last
+                memory.assigned(result.last, (yield StoreAddress()) if new else None)
+                if result.reason in STORE_LOSS and (yield from memory.move(protocol, node)):
+                    continue
+                return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
+            memory.assigned(result, (yield StoreAddress()) if protocol.cfg.fails_over else None)
+            yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
+            t_start = yield Now()
+            yield Emit(Event.WORKERS_STARTED, round=result.round, rank=result.rank,
+                       world_size=result.world_size)
+            try:
+                yield from protocol.clean_up(result)
+            except (StoreTimeout, StoreError):
+                pass                                # best effort: the next round's rank 0 tries again
+        fired, until = (), None
         while True:
             reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
-                                                   local=FAILURES + (TERMINATED, AGENT_FAILED))
+                                                   local=local, fired=fired, until=until)
+            if reason == Reason.IN_PLACE:           # the world recovered in place: train on in it
+                result = yield InPlace()
+                t_start = yield Now()
+                fired, until = (), None
+                continue
+            if reason == Reason.NODES_WAITING and in_place and until is None:
+                # waiting hosts re-form the world only at a planned re-form (recovery.reform_at)
+                now = yield Now()
+                at = reform_at(cfg, t_start, now)
+                if at is None or at > now:
+                    fired, until = (Reason.NODES_WAITING,), at
+                    continue
             if not isinstance(value, StoreError) or not protocol.cfg.fails_over:
                 break
             # the store is lost under a running round: move to the successor's and train on
@@ -225,6 +246,10 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
             yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
             if not (yield from memory.move(protocol, node)):
                 break
+        if reason == Reason.LEFT_OUT:               # the world went on without it: wait for the next
+            yield StopWorkers(reason)               # (the round is not ended, nor a restart used)
+            memory.last, memory.tried = None, 0     # the round it knew runs on: it is no fence
+            continue
         if reason in (TERMINATED, AGENT_FAILED):   # stop the workers, leave the round, exit
             yield StopWorkers(reason)
             yield Emit(Event.ROUND_LEFT, round=result.round, rank=result.rank, detail={"reason": reason})
@@ -266,21 +291,27 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings):
 
 
 def watch_round(protocol: Protocol, result: RoundResult, node: NodeInfo, backoff: float = 1.0,
-                local=FAILURES, fired=()):
+                local=FAILURES, fired=(), until: float | None = None):
     """Wait, without polling, for a reason to leave the running round: one of the `local`
     signals, or one of the protocol's watches (answering those that ask). Returns
     (reason, value): value is the StoreError that ended it, if one did. Watches whose reason
-    is in `fired` are left out (a watcher that already reported them)."""
+    is in `fired` are left out (a watcher that already reported them); `until`: at that time
+    the first of them returns (a planned re-form of waiting nodes)."""
     state = None
     while True:
         watches = [w for w in protocol.watch(result, state, node) if w.reason not in fired]
         reasons = [*local, *(w.reason for w in watches)]
-        idx, value = yield FirstOf(*(Local(r) for r in local), *(w.op for w in watches))
+        ops = [*(Local(r) for r in local), *(w.op for w in watches)]
+        if until is not None:
+            reasons.append(fired[0])
+            ops.append(Sleep(max(0.0, until - (yield Now()))))
+        idx, value = yield FirstOf(*ops)
         reason = reasons[idx]
         if isinstance(value, StoreTimeout):   # a watch hung (store paused, cut off): watch again
             yield Sleep(backoff)
             continue
-        if idx < len(local) or not watches[idx - len(local)].ask or isinstance(value, BaseException):
+        if idx < len(local) or idx >= len(local) + len(watches) or not watches[idx - len(local)].ask \
+                or isinstance(value, BaseException):
             return reason, value
         try:
             verdict, arg = yield from protocol.answer(result, watches[idx - len(local)], node)

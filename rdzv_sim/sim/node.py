@@ -23,6 +23,7 @@ class SimNode:
     store: object = None                 # the store it uses after a failover (None: the job's)
     incarnation: int = 0
     failures: int = 0                    # crashes so far (the scheduler drains repeat offenders)
+    started_at: float = 0.0              # when its agent last started (a spare of worlds formed after)
     slowdown: float = 1.0                # a straggler's steps take this many times longer
     warm: int = -1                       # incarnation whose code paths are warm (cold_start paid)
     pending: set = field(default_factory=set)       # signals that came while nobody waited

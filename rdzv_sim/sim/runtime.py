@@ -49,6 +49,7 @@ class SimRuntime(FirstOfMixin):
         self.notices: dict[int, list] = {}       # round -> [(due, culprits)] of collective failures
         self.round_ops: dict[int, list] = {}     # round -> [ops, bytes]
         self.pg_init = InitBarriers(env, agent.collective_timeout)   # round -> its init barrier
+        self.in_place = None              # the job's in-place recoveries (sim/in_place.py), if its mode has them
         self.total_ops = 0
         self.total_bytes = 0
         self.load_bin = 1.0                      # seconds per bin of the store_load table
@@ -110,6 +111,8 @@ class SimRuntime(FirstOfMixin):
             # a member from now on: a peer that dies while we start fails our collectives too
             node.running_round = op.round
             node.pending.clear()
+            if self.in_place is not None:
+                self.in_place.started(node, op.round, op.rank)
             yield env.timeout(self.agent.worker_start + self.agent.worker_start_per_node * op.members)
             yield from self._process_group_init(node, op)
             return None
@@ -120,6 +123,8 @@ class SimRuntime(FirstOfMixin):
                 self.peers_notice(node.running_round, {node.name}, self.agent.peer_crash_detection)
             node.running_round = None
             return None
+        if t is O.InPlace:
+            return (yield from self.in_place.world(node))
         if t is O.Work:
             cost = self.cpu_cfg.base + self.cpu_cfg.per_byte * op.nbytes
             if node.warm != node.incarnation:            # first work of this agent process

@@ -8,8 +8,10 @@ import numpy as np
 import simpy
 
 from ..protocols.agent import elastic_agent
+from ..protocols.recovery import Fault
 from ..reasons import Reason
 from ..scenario.schema import Scenario
+from .in_place import InPlace
 from .job import Job
 from .node import SimNode
 from .runtime import SimRuntime
@@ -25,6 +27,9 @@ class Simulation(Job):
             n.rounds = self.runtime.rounds
         self.runtime.nodes = self.nodes
         self.runtime.load_bin = max(1.0, sc.duration / 2000)
+        self.in_place = InPlace(self)
+        if self.in_place.on:
+            self.runtime.in_place = self.in_place
         self.schedule()
 
     # --- what faults do ------------------------------------------------------------
@@ -33,6 +38,7 @@ class Simulation(Job):
             return
         node.alive, node.paused = True, 0
         node.incarnation += 1
+        node.started_at = self.env.now
         node.running_round = node.ctx_round = None
         node.store = None                                  # a new agent knows the job's store only
         node.pending.clear()
@@ -42,9 +48,22 @@ class Simulation(Job):
         gen = elastic_agent(info, self.protocol, self.agent_cfg)
         node.process = self.env.process(self._boot(node, gen, node.incarnation))
 
-    def _boot(self, node: SimNode, gen, incarnation: int):
+    def claim(self, node: SimNode, rnd: int) -> None:
+        """A spare joins an in-place world of round `rnd` (sim/in_place.py): its agent leaves
+        the rendezvous and trains (the process stays up: no start-up, no node_start)."""
+        node.running_round = rnd
+        node.pending.clear()
+        self.runtime.node_died(node)            # its rendezvous' keep-alives and polls end
+        node.incarnation += 1                   # the old generator's process is void
+        if node.process is not None and node.process.is_alive:
+            node.process.interrupt("claimed")
+        info = replace(node.info, pid=1000 + node.incarnation)
+        gen = elastic_agent(info, self.protocol, self.agent_cfg, claimed=True)
+        node.process = self.env.process(self._boot(node, gen, node.incarnation, fresh=False))
+
+    def _boot(self, node: SimNode, gen, incarnation: int, fresh: bool = True):
         """The agent process starts (imports, connects), then runs the agent."""
-        if self.sc.agent.process_start > 0:
+        if fresh and self.sc.agent.process_start > 0:
             try:
                 yield self.env.timeout(self.sc.agent.process_start)
             except simpy.Interrupt:
@@ -73,13 +92,18 @@ class Simulation(Job):
         if not node.alive:
             return
         self.trace.record(self.env.now, node.name, "fault_crash", node.running_round,
-                          detail={"cause": cause})
+                          detail={"cause": cause, "unusable": True} if unusable else {"cause": cause})
         node.alive = False
         self.scheduler.failed(node)
         self.runtime.node_died(node)
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")
-        self.runtime.peers_notice(node.running_round, {node.name}, self.notice_delay(cause, detection))
+        notice = self.notice_delay(cause, detection)
+        if self.in_place.on and node.running_round is not None:
+            self.in_place.fault(node.running_round, Fault.DEVICE_UNUSABLE if unusable else Fault.HOST_LOST,
+                                node.name, notice)
+        else:
+            self.runtime.peers_notice(node.running_round, {node.name}, notice)
         node.running_round = None
         self.store.host_down(node.name)         # a store on this host goes (or a member of it)
         self.runtime.host_down(node.name)       # and a failover's store there
@@ -87,9 +111,15 @@ class Simulation(Job):
     def fail_workers(self, node: SimNode) -> None:
         """The node's workers fail (a software bug, a watchdog): its agent restarts them."""
         if node.alive and node.running_round is not None:
-            node.signal(Reason.WORKERS_FAILED)
+            if self.in_place.on:                   # the mode's coordinator decides what it does
+                self.in_place.fault(node.running_round, Fault.WORKERS_FAILED, node.name, 0.0)
+            else:
+                node.signal(Reason.WORKERS_FAILED)
 
     def fresh_store(self) -> None:
+        self.in_place = InPlace(self)            # a requeued job's worlds start again
+        if self.in_place.on:
+            self.runtime.in_place = self.in_place
         self.store.restart()
         for st in self.runtime.stores.values():  # a requeued job knows nothing of failovers
             st.crash("requeue")

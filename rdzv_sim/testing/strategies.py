@@ -46,7 +46,7 @@ def _flap(d, nodes, racks, at):
 
 # kind -> draw(d, nodes, racks, node, at): one fault of that kind (YAML-shaped, without `kind`)
 DRAW = {
-    "crash": lambda d, n, r, node, at: {"node": node, "at": at},
+    "crash": lambda d, n, r, node, at: {"node": node, "at": at, "device_unusable": d(st.booleans())},
     "restart": lambda d, n, r, node, at: {"node": node, "at": at},
     "worker_failure": lambda d, n, r, node, at: {"node": node, "at": at},
     "agent_failure": lambda d, n, r, node, at: {"node": node, "at": at},
@@ -179,11 +179,20 @@ def quorum_settings(nodes: int):
 
 
 @st.composite
-def agent_settings(draw) -> dict:
-    return {"max_restarts": 10_000, "max_rendezvous_attempts": 10_000,
-            "monitor_interval": draw(st.sampled_from([0.5, 1.0, 5.0])),
-            "collective_timeout": draw(st.integers(5, 60)),
-            "worker_start": draw(st.integers(0, 10)), "retry_backoff": 1.0}
+def agent_settings(draw, recovery=("in_job",)) -> dict:
+    """The agent's settings; `recovery`: the modes to draw from (a protocol's `caps.recovery`),
+    each with its parts (in_process's iteration bound, a planned re-form or none)."""
+    out = {"max_restarts": 10_000, "max_rendezvous_attempts": 10_000,
+           "monitor_interval": draw(st.sampled_from([0.5, 1.0, 5.0])),
+           "collective_timeout": draw(st.integers(5, 60)),
+           "worker_start": draw(st.integers(0, 10)), "retry_backoff": 1.0}
+    mode = draw(st.sampled_from(list(recovery)))
+    if mode != "in_job":
+        out["recovery"] = mode
+        out["reform_every"] = draw(st.sampled_from([None, 30.0, 120.0]))
+        out["in_process"] = {"max_iterations": draw(st.sampled_from([None, 1, 3])),
+                             "heartbeat_timeout": draw(st.sampled_from([5.0, 30.0]))}
+    return out
 
 
 @st.composite
@@ -235,6 +244,7 @@ def scenarios(protocol: str = "hrw", nodes=st.integers(1, 12), faults=None, hori
 
 @st.composite
 def _scenarios(draw, protocol, nodes, faults, horizon, settings, store):
+    from ..protocols.registry import specs
     n = draw(nodes)
     if callable(faults) and not isinstance(faults, st.SearchStrategy):
         faults = faults(n)
@@ -250,10 +260,12 @@ def _scenarios(draw, protocol, nodes, faults, horizon, settings, store):
                     "start_spread": draw(st.sampled_from([0.0, 0.5, 5.0]))},
         "store": store or {"host": None, "op_timeout": draw(st.integers(5, 30))},
         "protocol": draw(protocol_settings(protocol, n, settings)),
-        "agent": draw(agent_settings()),
+        "agent": draw(agent_settings(specs()[protocol].caps.recovery)),
         "shards": {"count": 256, "policies": ["hrw"]},
         "faults": draw(faults if faults is not None else fault_schedules(n, horizon)),
     }
+    if data["agent"].get("recovery") == "in_process":      # the wrapper's inactive ranks
+        data["scheduler"] = {"hot_spares": draw(st.integers(0, 2))}
     racks = [f["rack"] for f in data["faults"] if f.get("rack") is not None]
     if racks:
         data["cluster"]["topology"] = {"kind": "racks", "racks": max(racks) + 1}

@@ -1,0 +1,169 @@
+"""Recovery in place at either fidelity: what both record, and the per-operation coordinator.
+
+A failure a mode absorbs (`protocols/recovery.py`) makes no store round: the members leave
+their round, and the new world is a round of the tables of its own, numbered after it (the
+tracer's round offset moves on by one, so the store's round now names the new world). Its
+ranks are known `plan.ranked` after the survivors acted, its workers train `plan.start` later.
+
+Per operation, the coordinator plays the part NVRx's monitor and store barrier (or the
+survivors' shrink) play: it gathers a running world's faults until the mode's detection, asks
+the policy, records the new world, and tells each agent by a local signal: `in_place` (train
+on in the new world: the `InPlace` operation returns it), `left_out` (not in it: rendezvous
+again, without ending the round), or the failure itself (the in-job path).
+"""
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from ..events import Event
+from ..protocols import recovery
+from ..protocols.base import RoundResult, digest
+from ..protocols.recovery import Fault, Mode, Plan
+from ..reasons import Reason
+
+
+def record(trace, t: float, rnd: int, old, old_ranks, new: list[str], plan: Plan, why: str,
+           fault: Fault, nproc: int, codes=None) -> tuple[float, float]:
+    """Record an in-place recovery at `t` of the store's round `rnd`: `old` (names or codes)
+    leave it for `why`; `new` (names, or their `codes`) form the next round of the tables.
+    Returns (when the ranks are known, when the workers train)."""
+    trace.record_many(t, old, "round_left", rnd, ranks=np.asarray(old_ranks, np.int64),
+                      fields={"reason": why})
+    trace.round_offset += 1                            # the store's round names the new world now
+    who = new if codes is None else codes
+    nn = len(new)
+    ranks = np.arange(nn, dtype=np.int64)
+    event = Event.IN_PROCESS_RESTART if plan.why == Mode.IN_PROCESS else Event.SHRINK
+    trace.record_many(t, who, event, rnd, fields={"fault": str(fault)})
+    t_rank, t_ws = t + plan.ranked, t + plan.ranked + plan.start
+    trace.record(t_rank, new[0], "round_closed", rnd, world_size=nproc * nn,
+                 detail={"members": list(new), "count": nn, "holes": 0})
+    trace.record_many(t_rank, who, "rank_assigned", rnd, ranks=ranks, world_size=nproc * nn,
+                      fields={"digest": digest(new), "first_rank": ranks * nproc, "nnodes": nn,
+                              "latency": plan.ranked, "master": new[0]})
+    trace.record_many(t_ws, who, "workers_started", rnd, ranks=ranks, world_size=nproc * nn)
+    return t_rank, t_ws
+
+
+def fell_back(trace, t: float, rnd: int, fault: Fault, plan: Plan) -> None:
+    """Record that the mode does not absorb `fault` (`plan.why`): the job restarts in job."""
+    trace.record(t, "job", "recovery_fallback", rnd, detail={"fault": str(fault), "why": str(plan.why)})
+
+
+def worst(faults) -> Fault:
+    """The fault a recovery answers for: the worst of those gathered (Fault's order)."""
+    return min(faults, key=list(Fault).index)
+
+
+def spare(node, formed: float) -> bool:
+    """A live idle host is one of the running world's inactive ranks (a spare the mode may
+    take) when its agent was up before the world's store round formed: a host back from
+    repair since is not in that world, and waits for the next re-form."""
+    return node.alive and node.started_at <= formed
+
+
+class InPlace:
+    """The per-operation job's in-place recoveries (module doc)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.cfg = sim.sc.agent
+        self.mode = Mode(self.cfg.recovery)
+        self.worlds: dict[int, dict[str, int]] = {}     # store round -> {member: rank}
+        self.formed: dict[int, float] = {}              # store round -> when its world formed
+        self.iteration: dict[int, int] = {}             # store round -> in-place restarts
+        self.faults: dict[int, list] = {}               # store round -> [(Fault, name)]
+        self.due: dict[int, float] = {}                 # store round -> when its faults are acted on
+        self.waiting: dict[str, tuple] = {}             # name -> (t_ws, RoundResult)
+
+    @property
+    def on(self) -> bool:
+        return self.mode is not Mode.IN_JOB
+
+    # --- what the job tells it -----------------------------------------------------------
+    def started(self, node, rnd: int, rank: int) -> None:
+        """A member's workers start in a store round (StartWorkers)."""
+        w = self.worlds.get(rnd)
+        if w is None:
+            w = self.worlds[rnd] = {}
+            self.formed[rnd] = self.sim.env.now
+            self.iteration[rnd] = 0
+            for old in [k for k in self.worlds if k < rnd]:
+                self._forget(old)
+        w[node.name] = rank
+
+    def fault(self, rnd: int, fault: Fault, name: str, notice: float) -> None:
+        """A member of `rnd`'s world failed now; its peers act after the mode's detection."""
+        env = self.sim.env
+        self.faults.setdefault(rnd, []).append((fault, name))
+        at = env.now + recovery.detection(self.cfg, fault, notice)
+        for n, (t_ws, res) in self.waiting.items():
+            if res.round == rnd:                        # in the middle of a restart: after it
+                at = max(at, t_ws)
+                break
+        if rnd in self.due and self.due[rnd] <= at:
+            return
+        self.due[rnd] = at
+        env.timeout(at - env.now).callbacks.append(lambda _e: self._recover(rnd, at))
+
+    def world(self, node):
+        """Process body of the `InPlace` operation: wait for the node's restart to finish;
+        returns its RoundResult in the new world."""
+        t_ws, res = self.waiting[node.name]
+        if t_ws > self.sim.env.now:
+            yield self.sim.env.timeout(t_ws - self.sim.env.now)
+        if self.waiting.get(node.name, (None, None))[1] is res:
+            del self.waiting[node.name]
+        return res
+
+    # --- the recovery --------------------------------------------------------------------
+    def _forget(self, rnd: int) -> None:
+        for d in (self.worlds, self.formed, self.iteration, self.faults, self.due):
+            d.pop(rnd, None)
+
+    def _recover(self, rnd: int, at: float) -> None:
+        if self.due.get(rnd) != at:
+            return
+        del self.due[rnd]
+        faults = self.faults.pop(rnd, [])
+        sim, nodes = self.sim, self.sim.nodes
+        ranks = self.worlds.get(rnd, {})
+        live = [n for n in ranks if nodes[n].alive and nodes[n].running_round == rnd]
+        if not faults or not live:
+            return
+        lost = {n for f, n in faults if f is not Fault.WORKERS_FAILED} | {n for n in ranks if n not in live}
+        failed = {n for f, n in faults if f is Fault.WORKERS_FAILED} - lost
+        members = sorted(ranks, key=ranks.get)
+        formed = self.formed.get(rnd, 0.0)
+        pool = [h for h in sim.hosts if h not in ranks and nodes[h].running_round is None
+                and nodes[h].process is not None and nodes[h].process.is_alive and spare(nodes[h], formed)]
+        fault = worst(f for f, _ in faults)
+        p = recovery.plan(self.cfg, fault, members, lost, failed, pool, min_nodes=sim.sc.min_nodes,
+                          segment=sim.sc.scheduler.segment, iteration=self.iteration.get(rnd, 0))
+        if not p.absorbed:                              # the in-job path: each agent's own failure
+            fell_back(sim.trace, sim.env.now, rnd, fault, p)
+            for n in live:
+                nodes[n].signal(Reason.WORKERS_FAILED if n in failed else Reason.PEER_FAILED)
+            return
+        why = Reason.WORKERS_FAILED if fault is Fault.WORKERS_FAILED else Reason.PEER_FAILED
+        old = sorted(live, key=ranks.get)
+        nproc = sim.sc.cluster.nproc_per_node
+        new = list(p.members)
+        t_rank, t_ws = record(sim.trace, sim.env.now, rnd, old, [ranks[n] for n in old], new, p, why,
+                              fault, nproc)
+        nn = len(new)
+        self.worlds[rnd] = {n: i for i, n in enumerate(new)}
+        self.iteration[rnd] = self.iteration.get(rnd, 0) + 1
+        keep = set(new)
+        for n in old:
+            if n not in keep:                           # left out: rendezvous again, the round runs on
+                nodes[n].running_round = None
+                nodes[n].signal(Reason.LEFT_OUT)
+        for i, n in enumerate(new):
+            res = RoundResult(rnd, i, nn, nproc * nn, i * nproc, new[0], digest(new))
+            self.waiting[n] = (t_ws, res)
+            if n in ranks:
+                nodes[n].signal(Reason.IN_PLACE)
+            else:
+                sim.claim(nodes[n], rnd)                # a spare: its agent leaves the rendezvous

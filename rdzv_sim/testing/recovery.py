@@ -1,0 +1,122 @@
+"""Invariants of the agent's recovery modes (`rdzv_sim.protocols.recovery`), read from a run's
+events: a world recovered in place only under a mode that does so, a shrunk world holds exactly
+the survivors, and the job falls back to an in-job restart only for a reason the tables show.
+(No rank given twice and never below min_nodes: `ranks_are_a_permutation` and
+`size_within_bounds` hold every round, in-place ones included.)"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from ..protocols.recovery import Fallback, Mode
+from .invariants import Violation
+
+IN_PLACE = ("in_process_restart", "shrink")
+
+
+def in_place_rounds(events: pd.DataFrame) -> set[int]:
+    """Rounds a recovery in place made (no store round, no rendezvous)."""
+    rows = events.loc[events["event"].isin(IN_PLACE), "round"].dropna()
+    return set(rows.astype(int).tolist())
+
+
+def _worlds(events: pd.DataFrame) -> dict[int, tuple[float, list[str]]]:
+    """round -> (when it began: its ranks given, or its recovery in place; its members in rank order)."""
+    ra = events[events["event"] == "rank_assigned"]
+    began = events[events["event"].isin(IN_PLACE)].groupby("round")["t"].min().to_dict()
+    out = {}
+    for rnd, g in ra.groupby("round"):
+        g = g.sort_values("rank", kind="stable")
+        t = min(float(g["t"].min()), float(began.get(rnd, float("inf"))))
+        out[int(rnd)] = (t, g["node"].tolist())
+    return out
+
+
+def _failures(events: pd.DataFrame, members, t0: float, t1: float):
+    """(crashed, crashed with an unusable device, workers failed) among `members` in (t0, t1]."""
+    ev = events[(events["t"] > t0) & (events["t"] <= t1)]
+    crash = ev[(ev["event"] == "fault_crash") & ev["node"].isin(members)]
+    unusable = {n for n, d in zip(crash["node"], crash["detail"])
+                if isinstance(d, str) and d and json.loads(d).get("unusable")}
+    failed = set(ev.loc[(ev["event"] == "fault_worker_failure") & ev["node"].isin(members), "node"])
+    if (ev["event"] == "fault_job_interruption").any():
+        failed |= set(members)
+    return set(crash["node"]), unusable, failed
+
+
+def recovers_as_its_mode_says(tables: dict, scenario) -> list[Violation]:
+    ev = tables["events"]
+    mode = Mode(scenario.agent.recovery)
+    out = []
+    allowed = {Mode.IN_JOB: (), Mode.IN_PROCESS: ("in_process_restart",), Mode.SHRINK: ("shrink",)}[mode]
+    for kind in IN_PLACE:
+        if kind not in allowed and (ev["event"] == kind).any():
+            out.append(Violation("recovers_as_its_mode_says", f"a {kind} under agent.recovery {mode}"))
+    if mode is Mode.IN_JOB and (ev["event"] == "recovery_fallback").any():
+        out.append(Violation("recovers_as_its_mode_says", "a fallback under agent.recovery in_job"))
+    return out
+
+
+def shrunk_world_is_the_survivors(tables: dict, scenario) -> list[Violation]:
+    """A shrink's world is its round's members that neither crashed nor failed, in their order."""
+    ev = tables["events"]
+    shrinks = ev[ev["event"] == "shrink"]
+    if shrinks.empty:
+        return []
+    worlds = _worlds(ev)
+    out = []
+    for rnd, g in shrinks.groupby("round"):
+        rnd, t = int(rnd), float(g["t"].min())
+        before = worlds.get(rnd - 1)
+        if before is None or rnd not in worlds:
+            out.append(Violation("shrunk_world_is_the_survivors", "a shrink without the world before it", rnd))
+            continue
+        crashed, _, failed = _failures(ev, before[1], before[0], t)
+        survivors = [m for m in before[1] if m not in crashed | failed]
+        if worlds[rnd][1] != survivors:
+            out.append(Violation("shrunk_world_is_the_survivors",
+                                 f"{len(worlds[rnd][1])} members, {len(survivors)} survivors", rnd))
+    return out
+
+
+def falls_back_only_when_due(tables: dict, scenario) -> list[Violation]:
+    """A fallback to in-job names a reason the tables bear out: a fault the mode does not
+    absorb (in_process: a device left unusable), fewer survivors than min_nodes, or
+    in_process's max_iterations restarts in place in a row."""
+    ev = tables["events"]
+    fb = ev[ev["event"] == "recovery_fallback"]
+    if fb.empty:
+        return []
+    mode = Mode(scenario.agent.recovery)
+    worlds = _worlds(ev)
+    made = in_place_rounds(ev)
+    out = []
+    for t, rnd, d in zip(fb["t"], fb["round"], fb["detail"]):
+        rnd, why = int(rnd), json.loads(d)["why"]
+        world = worlds.get(rnd)
+        if world is None:
+            out.append(Violation("falls_back_only_when_due", "a fallback of a round never formed", rnd))
+            continue
+        crashed, unusable, failed = _failures(ev, world[1], world[0], float(t))
+        gone = crashed | (failed if mode is Mode.SHRINK else set())
+        survivors = [m for m in world[1] if m not in gone]
+        if why == Fallback.MODE:
+            ok = mode is Mode.IN_PROCESS and bool(unusable)
+        elif why == Fallback.BELOW_MIN:
+            ok = len(survivors) < scenario.min_nodes
+        elif why == Fallback.ITERATIONS:
+            limit = scenario.agent.in_process.max_iterations
+            k, r = 0, rnd
+            while r in made:
+                k, r = k + 1, r - 1
+            ok = mode is Mode.IN_PROCESS and limit is not None and k >= limit
+        else:
+            ok = False
+        if not ok:
+            out.append(Violation("falls_back_only_when_due", f"fell back ({why}) with {len(survivors)} "
+                                 f"survivors, {len(unusable)} unusable devices", rnd))
+    return out
+
+
+RECOVERY = (recovers_as_its_mode_says, shrunk_world_is_the_survivors, falls_back_only_when_due)
