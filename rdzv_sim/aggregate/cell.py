@@ -107,8 +107,8 @@ class Cell:
         """A member died at t, its peers notice `notice` seconds later."""
         if not self.members and self.model.probes_members:
             return                    # nobody is left to end the round: a waiter's probe will
-        if self.mode is not Mode.IN_JOB:
-            self._fault(fault, name, max(t, self.t_ws), notice)
+        if self.mode is not Mode.IN_JOB and t >= self.t_ws:     # a world that trains: the mode's
+            self._fault(fault, name, t, notice)
         elif t < self.t_ws:
             # dead before its workers came up: the others' process-group init (a barrier of
             # the members) waits for it in vain, as sim/pg_init.py has it per operation
@@ -118,8 +118,8 @@ class Cell:
 
     def workers_failed(self, name: str, t: float) -> None:
         if self.is_member[self.host.code[name]]:
-            if self.mode is not Mode.IN_JOB:
-                self._fault(Fault.WORKERS_FAILED, name, max(t, self.t_ws), 0.0)
+            if self.mode is not Mode.IN_JOB and t >= self.t_ws:
+                self._fault(Fault.WORKERS_FAILED, name, t, 0.0)
             else:
                 self.leave(max(t, self.t_ws), Reason.WORKERS_FAILED)
 

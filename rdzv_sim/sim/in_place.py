@@ -71,6 +71,9 @@ class InPlace:
         self.cfg = sim.sc.agent
         self.mode = Mode(self.cfg.recovery)
         self.worlds: dict[int, dict[str, int]] = {}     # store round -> {member: rank}
+        self.size: dict[int, int] = {}                  # store round -> its members
+        self.ready: dict[int, set] = {}                 # store round -> members whose workers train
+        self.t_ws: dict[int, float] = {}                # store round -> when an in-place world trains
         self.formed: dict[int, float] = {}              # store round -> when its world formed
         self.iteration: dict[int, int] = {}             # store round -> in-place restarts
         self.faults: dict[int, list] = {}               # store round -> [(Fault, name)]
@@ -82,30 +85,43 @@ class InPlace:
         return self.mode is not Mode.IN_JOB
 
     # --- what the job tells it -----------------------------------------------------------
-    def started(self, node, rnd: int, rank: int) -> None:
-        """A member's workers start in a store round (StartWorkers)."""
+    def started(self, node, rnd: int, rank: int, size: int) -> None:
+        """A member's workers start in a store round of `size` members (StartWorkers)."""
+        self.waiting.pop(node.name, None)
         w = self.worlds.get(rnd)
         if w is None:
             w = self.worlds[rnd] = {}
             self.formed[rnd] = self.sim.env.now
-            self.iteration[rnd] = 0
+            self.iteration[rnd], self.size[rnd], self.ready[rnd] = 0, size, set()
+            self.t_ws.pop(rnd, None)
             for old in [k for k in self.worlds if k < rnd]:
                 self._forget(old)
         w[node.name] = rank
 
-    def fault(self, rnd: int, fault: Fault, name: str, notice: float) -> None:
-        """A member of `rnd`'s world failed now; its peers act after the mode's detection."""
+    def trains(self, node, rnd: int) -> None:
+        """A member's workers train (its process-group init returned)."""
+        if rnd in self.ready:
+            self.ready[rnd].add(node.name)
+
+    def fault(self, rnd: int, fault: Fault, name: str, notice: float) -> bool:
+        """A member of `rnd`'s world failed now; its peers act after the mode's detection.
+        False: the world does not train yet (its workers start, or it restarts in place):
+        the caller takes the in-job path, as the aggregate job does."""
         env = self.sim.env
+        if rnd not in self.worlds:
+            return False
+        if rnd in self.t_ws:
+            if env.now < self.t_ws[rnd]:
+                return False
+        elif len(self.ready.get(rnd, ())) < self.size.get(rnd, 0):
+            return False
         self.faults.setdefault(rnd, []).append((fault, name))
         at = env.now + recovery.detection(self.cfg, fault, notice)
-        for n, (t_ws, res) in self.waiting.items():
-            if res.round == rnd:                        # in the middle of a restart: after it
-                at = max(at, t_ws)
-                break
         if rnd in self.due and self.due[rnd] <= at:
-            return
+            return True
         self.due[rnd] = at
         env.timeout(at - env.now).callbacks.append(lambda _e: self._recover(rnd, at))
+        return True
 
     def world(self, node):
         """Process body of the `InPlace` operation: wait for the node's restart to finish;
@@ -119,7 +135,8 @@ class InPlace:
 
     # --- the recovery --------------------------------------------------------------------
     def _forget(self, rnd: int) -> None:
-        for d in (self.worlds, self.formed, self.iteration, self.faults, self.due):
+        for d in (self.worlds, self.formed, self.iteration, self.faults, self.due, self.size,
+                  self.ready, self.t_ws):
             d.pop(rnd, None)
 
     def _recover(self, rnd: int, at: float) -> None:
@@ -154,6 +171,7 @@ class InPlace:
                               fault, nproc)
         nn = len(new)
         self.worlds[rnd] = {n: i for i, n in enumerate(new)}
+        self.t_ws[rnd] = t_ws
         self.iteration[rnd] = self.iteration.get(rnd, 0) + 1
         keep = set(new)
         for n in old:

@@ -14,6 +14,7 @@ import numpy as np
 import simpy
 
 from .. import ops as O
+from ..protocols.recovery import Fault
 from ..reasons import Reason
 from .network import Network
 from .node import SimNode
@@ -112,15 +113,23 @@ class SimRuntime(FirstOfMixin):
             node.running_round = op.round
             node.pending.clear()
             if self.in_place is not None:
-                self.in_place.started(node, op.round, op.rank)
+                self.in_place.started(node, op.round, op.rank, op.members)
             yield env.timeout(self.agent.worker_start + self.agent.worker_start_per_node * op.members)
             yield from self._process_group_init(node, op)
+            if self.in_place is not None and node.running_round == op.round:
+                self.in_place.trains(node, op.round)
             return None
         if t is O.StopWorkers:
             # our workers are stopped (killed): their connections reset, so the collectives of
             # those still in the round fail as fast as after a killed process
-            if node.running_round is not None:
-                self.peers_notice(node.running_round, {node.name}, self.agent.peer_crash_detection)
+            rnd = node.running_round
+            if rnd is not None:
+                # an agent that exits (a signal, an error) leaves a world that recovers in place
+                # as a lost host does: the mode's coordinator decides (sim/in_place.py)
+                exits = op.reason in (Reason.TERMINATED, Reason.AGENT_FAILED)
+                if not (exits and self.in_place is not None
+                        and self.in_place.fault(rnd, Fault.HOST_LOST, node.name, self._stop_notice())):
+                    self.peers_notice(rnd, {node.name}, self.agent.peer_crash_detection)
             node.running_round = None
             return None
         if t is O.InPlace:
@@ -166,6 +175,11 @@ class SimRuntime(FirstOfMixin):
         if t is O.UseStore:
             return (yield from self._use_store(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
+
+    def _stop_notice(self) -> float:
+        """How long the peers of stopped workers take to fail (as `peers_notice`'s default)."""
+        fast = self.agent.peer_crash_detection
+        return self.agent.collective_timeout if fast is None else fast
 
     def _emit(self, node: SimNode, op: O.Emit) -> None:
         if op.round is not None:

@@ -99,10 +99,9 @@ class Simulation(Job):
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")
         notice = self.notice_delay(cause, detection)
-        if self.in_place.on and node.running_round is not None:
-            self.in_place.fault(node.running_round, Fault.DEVICE_UNUSABLE if unusable else Fault.HOST_LOST,
-                                node.name, notice)
-        else:
+        fault = Fault.DEVICE_UNUSABLE if unusable else Fault.HOST_LOST
+        if not (self.in_place.on and node.running_round is not None
+                and self.in_place.fault(node.running_round, fault, node.name, notice)):
             self.runtime.peers_notice(node.running_round, {node.name}, notice)
         node.running_round = None
         self.store.host_down(node.name)         # a store on this host goes (or a member of it)
@@ -111,9 +110,8 @@ class Simulation(Job):
     def fail_workers(self, node: SimNode) -> None:
         """The node's workers fail (a software bug, a watchdog): its agent restarts them."""
         if node.alive and node.running_round is not None:
-            if self.in_place.on:                   # the mode's coordinator decides what it does
-                self.in_place.fault(node.running_round, Fault.WORKERS_FAILED, node.name, 0.0)
-            else:
+            if not (self.in_place.on                # the mode's coordinator decides what it does
+                    and self.in_place.fault(node.running_round, Fault.WORKERS_FAILED, node.name, 0.0)):
                 node.signal(Reason.WORKERS_FAILED)
 
     def fresh_store(self) -> None:
