@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Collection, Sequence
 
-from pydantic import BaseModel, ConfigDict, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import (BaseModel, ConfigDict, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt,
+                      model_validator)
 
 
 class Mode(str, Enum):
@@ -77,6 +78,13 @@ class InProcess(BaseModel):
     barrier: NonNegativeFloat = 0.5             # usage guide (a TCPStore barrier at 16k ranks)
     initialize: NonNegativeFloat = 0.0          # assumed: the user's finalize, health check, initialize
     max_iterations: PositiveInt | None = None   # RetryController default: no limit
+
+    @model_validator(mode="after")
+    def _timeouts_in_order(self):
+        if not self.soft_timeout < self.hard_timeout:      # the Wrapper enforces it too
+            raise ValueError(f"soft_timeout ({self.soft_timeout:g} s) must be shorter than hard_timeout "
+                             f"({self.hard_timeout:g} s): the soft one restarts, the hard one terminates")
+        return self
 
     def stop(self) -> float:
         """From detection to the ranks' new assignment known."""

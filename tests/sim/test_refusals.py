@@ -99,6 +99,18 @@ CASES = [
     ("a spare is a node too", {"scheduler": {"hot_spares": 2}, "faults": [{"kind": "crash", "node": 14, "at": 5}]},
      {"scheduler": {"hot_spares": 2}, "faults": [{"kind": "crash", "node": 13, "at": 5}]}, "faults[0].node",
      "nodes 0..13, spares included"),
+    ("a segment that min_nodes is no multiple of",
+     {"protocol": {"name": "hrw", "min_nodes": 6}, "scheduler": {"segment": 4}},
+     {"protocol": {"name": "hrw", "min_nodes": 8}, "scheduler": {"segment": 4}}, "scheduler.segment",
+     "must be a multiple of the segment"),
+    ("a recovery mode the protocol does not declare",
+     {"protocol": {"name": "static"}, "agent": {"recovery": "shrink"}},
+     {"protocol": {"name": "static"}, "agent": {"recovery": "in_job"}}, "agent.recovery",
+     "recovers in_job, not shrink"),
+    ("a soft timeout not shorter than the hard one",
+     {"agent": {"recovery": "in_process", "in_process": {"soft_timeout": 90}}},
+     {"agent": {"recovery": "in_process", "in_process": {"soft_timeout": 89}}}, "agent.in_process",
+     "must be shorter than hard_timeout"),
 ]
 
 

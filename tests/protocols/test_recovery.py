@@ -1,0 +1,133 @@
+"""The recovery modes' rules (rdzv_sim/protocols/recovery.py), each with its near miss."""
+import pytest
+from pydantic import ValidationError
+
+from rdzv_sim.protocols.agent import AgentSettings
+from rdzv_sim.protocols.kit import Capabilities
+from rdzv_sim.protocols.recovery import (ABSORBS, Fallback, Fault, InProcess, Mode, detection, plan,
+                                         reform_at, world)
+
+M = ["a", "b", "c", "d"]
+
+
+def cfg(mode, **kw):
+    return AgentSettings(recovery=mode, **kw)
+
+
+# --- what each mode absorbs --------------------------------------------------------------
+def test_in_job_absorbs_nothing():
+    for f in Fault:
+        p = plan(cfg("in_job"), f, M, {"b"}, min_nodes=1)
+        assert not p.absorbed and p.why == Fallback.MODE
+
+
+def test_in_process_falls_back_at_once_for_an_unusable_device_but_absorbs_a_lost_host():
+    p = plan(cfg("in_process"), Fault.DEVICE_UNUSABLE, M, {"b"}, min_nodes=1)
+    assert not p.absorbed and p.why == Fallback.MODE
+    near = plan(cfg("in_process"), Fault.HOST_LOST, M, {"b"}, min_nodes=1)
+    assert near.absorbed and near.members == ("a", "c", "d")
+
+
+def test_shrink_absorbs_an_unusable_device_as_a_lost_rank():
+    p = plan(cfg("shrink"), Fault.DEVICE_UNUSABLE, M, {"b"}, min_nodes=1)
+    assert p.absorbed and p.members == ("a", "c", "d")
+    assert Fault.DEVICE_UNUSABLE in ABSORBS[Mode.SHRINK] and Fault.DEVICE_UNUSABLE not in ABSORBS[Mode.IN_PROCESS]
+
+
+# --- the world after it ----------------------------------------------------------------------
+def test_in_process_keeps_a_member_whose_workers_raised_shrink_drops_it():
+    assert world(Mode.IN_PROCESS, M, (), {"c"}, ()) == tuple(M)
+    assert world(Mode.SHRINK, M, (), {"c"}, ()) == ("a", "b", "d")
+
+
+def test_survivors_keep_their_order_and_spares_fill_the_old_size():
+    # ShiftRanks: relative order kept; MaxActiveWorldSize: spares up to the old size, in order
+    assert world(Mode.IN_PROCESS, M, {"a", "c"}, (), ["s1", "s2", "s3"]) == ("b", "d", "s1", "s2")
+    assert world(Mode.IN_PROCESS, M, {"a"}, (), []) == ("b", "c", "d")     # no spare: smaller
+
+
+def test_shrink_holds_exactly_the_survivors_even_with_spares():
+    assert world(Mode.SHRINK, M, {"a"}, (), ["s1"]) == ("b", "c", "d")
+
+
+def test_a_spare_that_is_lost_or_already_a_member_is_not_taken():
+    assert world(Mode.IN_PROCESS, M, {"a", "s1"}, (), ["s1", "b", "s2"]) == ("b", "c", "d", "s2")
+
+
+def test_in_process_keeps_whole_segments():
+    six = [f"n{i}" for i in range(6)]
+    assert world(Mode.IN_PROCESS, six, {"n0"}, (), [], segment=2) == ("n1", "n2", "n3", "n4")
+    assert world(Mode.IN_PROCESS, six, {"n0"}, (), [], segment=1) == ("n1", "n2", "n3", "n4", "n5")
+    assert world(Mode.IN_PROCESS, six, {"n0"}, (), ["s"], segment=2) == ("n1", "n2", "n3", "n4", "n5", "s")
+
+
+# --- when it falls back ---------------------------------------------------------------------
+def test_never_below_min_nodes():
+    p = plan(cfg("shrink"), Fault.HOST_LOST, M, {"a", "b"}, min_nodes=3)
+    assert not p.absorbed and p.why == Fallback.BELOW_MIN
+    near = plan(cfg("shrink"), Fault.HOST_LOST, M, {"a"}, min_nodes=3)
+    assert near.absorbed and len(near.members) == 3
+
+
+def test_spares_keep_in_process_above_min_nodes():
+    p = plan(cfg("in_process"), Fault.HOST_LOST, M, {"a", "b"}, spares=["s"], min_nodes=3)
+    assert p.absorbed and p.members == ("c", "d", "s")
+
+
+def test_segments_can_put_in_process_below_min():
+    six = [f"n{i}" for i in range(6)]
+    p = plan(cfg("in_process"), Fault.HOST_LOST, six, {"n0", "n1", "n2"}, min_nodes=4, segment=2)
+    assert not p.absorbed and p.why == Fallback.BELOW_MIN          # 3 left, 2 usable
+
+
+def test_in_process_falls_back_after_max_iterations():
+    c = cfg("in_process", in_process={"max_iterations": 2})
+    assert plan(c, Fault.HOST_LOST, M, {"a"}, min_nodes=1, iteration=1).absorbed
+    p = plan(c, Fault.HOST_LOST, M, {"a"}, min_nodes=1, iteration=2)
+    assert not p.absorbed and p.why == Fallback.ITERATIONS
+    assert plan(cfg("in_process"), Fault.HOST_LOST, M, {"a"}, min_nodes=1, iteration=10**6).absorbed
+
+
+# --- what it costs ----------------------------------------------------------------------------
+def test_in_process_costs_its_parts():
+    c = cfg("in_process", in_process={"pending_kernels": 10, "iteration": 3.0, "initialize": 4.0})
+    p = plan(c, Fault.HOST_LOST, M, {"a"}, min_nodes=1)
+    assert p.ranked == pytest.approx(0.5 + 0.01 * 10 + 3.0 + 1.0 + 0.5 + 0.5)
+    assert p.start == 4.0
+
+
+def test_shrink_costs_the_published_time():
+    p = plan(cfg("shrink"), Fault.HOST_LOST, M, {"a"}, min_nodes=1)
+    assert (p.ranked, p.start) == (2.0, 0.0)
+
+
+def test_in_process_detects_a_lost_host_by_heartbeat_or_soft_timeout():
+    c = cfg("in_process")
+    assert detection(c, Fault.HOST_LOST, 600.0) == 30.0                  # heartbeat_timeout
+    assert detection(c, Fault.HOST_LOST, 5.0) == 5.0                     # its collective failed first
+    assert detection(cfg("in_process", in_process={"heartbeat_timeout": 80}), Fault.HOST_LOST, 600) == 60.0
+    assert detection(c, Fault.DEVICE_UNUSABLE, 600.0) == 600.0           # not absorbed: in_job's
+    assert detection(cfg("shrink"), Fault.HOST_LOST, 600.0) == 600.0
+
+
+def test_waiting_hosts_re_form_only_at_a_planned_re_form():
+    assert reform_at(cfg("in_job"), 0.0, 5.0) == 5.0
+    assert reform_at(cfg("shrink"), 0.0, 5.0) is None
+    assert reform_at(cfg("shrink", reform_every=100), 10.0, 5.0) == 110.0
+    assert reform_at(cfg("in_process", reform_every=100), 10.0, 500.0) == 500.0
+
+
+# --- settings and declarations ----------------------------------------------------------
+def test_soft_timeout_must_be_shorter_than_hard():
+    with pytest.raises(ValidationError, match="soft_timeout"):
+        InProcess(soft_timeout=90, hard_timeout=90)
+    InProcess(soft_timeout=89, hard_timeout=90)
+
+
+def test_a_kit_declares_the_modes_it_supports():
+    assert Capabilities().recovery == ("in_job",)
+    assert Capabilities(recovery=["in_job", "shrink"]).recovery == ("in_job", "shrink")
+    with pytest.raises(ValueError, match="must list 'in_job'"):
+        Capabilities(recovery=("shrink",))
+    with pytest.raises(ValueError, match="must list 'in_job'"):
+        Capabilities(recovery=("in_job", "restart"))

@@ -1,0 +1,70 @@
+"""The recovery modes' invariants (rdzv_sim/testing/recovery.py) catch a planted fault in a
+real run's tables, and pass the run as it was (the near miss)."""
+import json
+
+import pandas as pd
+
+from rdzv_sim.api import run
+from rdzv_sim.scenario import load
+from rdzv_sim.testing.recovery import (falls_back_only_when_due, recovers_as_its_mode_says,
+                                       shrunk_world_is_the_survivors)
+
+
+def scenario(mode, faults):
+    return load({"name": "inv", "seed": 3, "duration": 600, "fidelity": "aggregate",
+                 "cluster": {"nodes": 6, "start_spread": 0}, "store": {"host": None},
+                 "protocol": {"name": "hrw", "min_nodes": 3, "max_nodes": 6, "probe_interval": 3600},
+                 "agent": {"collective_timeout": 30, "recovery": mode}, "faults": faults})
+
+
+def tables(sc):
+    r = run(sc)
+    return {"events": r.events.copy(), "rounds": r.rounds}
+
+
+SHRINK = scenario("shrink", [{"kind": "crash", "node": 2, "at": 200}])
+
+
+def test_a_shrunk_world_with_a_member_too_many_is_caught():
+    t = tables(SHRINK)
+    assert shrunk_world_is_the_survivors(t, SHRINK) == []
+    ev = t["events"]
+    ra = ev[(ev["event"] == "rank_assigned") & (ev["round"] == 1)].iloc[[0]].copy()
+    ra["node"], ra["rank"] = "node2", 99                  # the crashed host given a rank
+    t["events"] = pd.concat([ev, ra]).sort_values("t", kind="stable")
+    assert [v.invariant for v in shrunk_world_is_the_survivors(t, SHRINK)] == ["shrunk_world_is_the_survivors"]
+
+
+def test_an_in_place_world_under_in_job_is_caught():
+    t = tables(SHRINK)
+    assert recovers_as_its_mode_says(t, SHRINK) == []
+    in_job = scenario("in_job", [])
+    assert [v.invariant for v in recovers_as_its_mode_says(t, in_job)] == ["recovers_as_its_mode_says"]
+    in_process = scenario("in_process", [])
+    assert recovers_as_its_mode_says(t, in_process)          # a shrink is not in_process's either
+
+
+def test_a_fallback_the_tables_do_not_bear_out_is_caught():
+    sc = scenario("shrink", [{"kind": "crash", "node": n, "at": 200} for n in (1, 2, 3, 4)])
+    t = tables(sc)
+    fb = t["events"]["event"] == "recovery_fallback"
+    assert fb.sum() == 1 and falls_back_only_when_due(t, sc) == []
+    # the same fallback with enough survivors: planted by raising the floor's complement
+    roomy = scenario("shrink", [])
+    roomy = load({**roomy.model_dump(mode="json"), "protocol": {**roomy.protocol.model_dump(), "min_nodes": 1}})
+    assert [v.invariant for v in falls_back_only_when_due(t, roomy)] == ["falls_back_only_when_due"]
+    # a fallback "by mode" under shrink, which absorbs every fault
+    ev = t["events"]
+    ev.loc[fb, "detail"] = json.dumps({"fault": "host_lost", "why": "mode"})
+    assert falls_back_only_when_due(t, sc)
+
+
+def test_an_unusable_device_bears_out_in_process_falling_back():
+    sc = scenario("in_process", [{"kind": "crash", "node": 2, "at": 200, "device_unusable": True}])
+    t = tables(sc)
+    assert (t["events"]["event"] == "recovery_fallback").sum() == 1
+    assert falls_back_only_when_due(t, sc) == []
+    ev = t["events"]
+    crash = ev["event"] == "fault_crash"
+    ev.loc[crash, "detail"] = json.dumps({"cause": "crash"})     # the device was fine after all
+    assert falls_back_only_when_due(t, sc)
