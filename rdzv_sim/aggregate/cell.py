@@ -103,7 +103,7 @@ class Cell:
         self.model.gone(name, t)
         return bool(self.is_member[self.host.code[name]])
 
-    def member_died(self, name: str, t: float, notice: float, fault: Fault = Fault.HOST_LOST) -> None:
+    def member_died(self, name: str, t: float, notice: float, fault: Fault = Fault.HOST_VANISHED) -> None:
         """A member died at t, its peers notice `notice` seconds later."""
         if not self.members and self.model.probes_members:
             return                    # nobody is left to end the round: a waiter's probe will

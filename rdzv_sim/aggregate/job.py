@@ -20,7 +20,6 @@ first running moments.
 """
 from __future__ import annotations
 
-from ..protocols.recovery import Fault
 from ..sim.job import Job
 from ..sim.node import SimNode
 from .cell import Cell
@@ -85,7 +84,7 @@ class AggregateJob(Job):
         cell.drop(node.name)
         if was_member:
             cell.member_died(node.name, self.env.now, self.notice_delay(cause, detection),
-                             Fault.DEVICE_UNUSABLE if unusable else Fault.HOST_LOST)
+                             self.lost(cause, detection, unusable))
 
     def fail_workers(self, node: SimNode) -> None:
         if node.alive:

@@ -38,7 +38,8 @@ class Fault(str, Enum):
     __str__ = str.__str__
     __format__ = str.__format__
     DEVICE_UNUSABLE = "device_unusable"   # a member's device is unusable (a sticky CUDA error): its host is out
-    HOST_LOST = "host_lost"               # a member's host is gone (crashed, drained, cut off)
+    HOST_VANISHED = "host_vanished"       # a member's host is gone without a word (its connections hang)
+    HOST_LOST = "host_lost"               # a member's process died on a live host (its connections reset)
     WORKERS_FAILED = "workers_failed"     # a member's workers raised; its host and device are fine
 
 
@@ -54,8 +55,8 @@ class Fallback(str, Enum):
 # the rules, as data
 ABSORBS: dict[Mode, frozenset] = {
     Mode.IN_JOB: frozenset(),
-    Mode.IN_PROCESS: frozenset({Fault.HOST_LOST, Fault.WORKERS_FAILED}),
-    Mode.SHRINK: frozenset({Fault.HOST_LOST, Fault.WORKERS_FAILED, Fault.DEVICE_UNUSABLE}),
+    Mode.IN_PROCESS: frozenset({Fault.HOST_VANISHED, Fault.HOST_LOST, Fault.WORKERS_FAILED}),
+    Mode.SHRINK: frozenset(Fault),
 }
 KEEPS_FAILED = {Mode.IN_PROCESS: True, Mode.SHRINK: False}   # a member whose workers raised stays in
 USES_SPARES = {Mode.IN_PROCESS: True, Mode.SHRINK: False}    # the wrapper's inactive ranks fill in
@@ -66,9 +67,10 @@ class InProcess(BaseModel):
     """NVRx 0.4.1's in-process restart, part by part (seconds)."""
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    heartbeat_timeout: PositiveFloat = 30.0     # Wrapper default: a silent rank is declared dead
+    heartbeat_timeout: PositiveFloat = 30.0     # Wrapper default (not read: see docs/recovery.md)
     soft_timeout: PositiveFloat = 60.0          # Wrapper default: no progress: restart in place
     hard_timeout: PositiveFloat = 90.0          # Wrapper default: still none: the rank is terminated
+                                                # (a vanished host's rank: measured, the restart waits it)
     destroy_process_group: NonNegativeFloat = 0.5   # usage guide
     per_pending_kernel: NonNegativeFloat = 0.01     # usage guide
     pending_kernels: NonNegativeInt = 0         # assumed: NCCL kernels queued at the fault
@@ -111,12 +113,11 @@ class Plan:
 
 def detection(cfg, fault: Fault, notice: float) -> float:
     """Seconds from the fault until the survivors act on it. `notice`: when their collectives
-    fail (in_job's detection). NVRx's monitor declares a silent rank dead after its heartbeat
-    timeout, and its progress watchdog restarts after the soft timeout, whichever is first."""
+    fail (in_job's detection); in_process's progress watchdog restarts them at its soft
+    timeout if that comes first."""
     mode = Mode(cfg.recovery)
-    if mode is Mode.IN_PROCESS and fault is Fault.HOST_LOST:
-        p = cfg.in_process
-        return min(notice, p.heartbeat_timeout, p.soft_timeout)
+    if mode is Mode.IN_PROCESS and fault in (Fault.HOST_LOST, Fault.HOST_VANISHED):
+        return min(notice, cfg.in_process.soft_timeout)
     return notice
 
 
@@ -152,7 +153,10 @@ def plan(cfg, fault: Fault, members: Sequence[str], lost: Collection[str] = (),
     if len(new) < min_nodes or not new:
         return Plan(False, Fallback.BELOW_MIN)
     if mode is Mode.IN_PROCESS:
-        return Plan(True, mode, new, cfg.in_process.stop(), cfg.in_process.initialize)
+        # a vanished host has no monitor to report its rank terminated: the restart's barrier
+        # waits for the hard timeout to drop it (measured: reports/validation/validate-inprocess)
+        wait = cfg.in_process.hard_timeout if fault is Fault.HOST_VANISHED else 0.0
+        return Plan(True, mode, new, wait + cfg.in_process.stop(), cfg.in_process.initialize)
     return Plan(True, mode, new, cfg.shrink.time, 0.0)
 
 

@@ -168,6 +168,15 @@ class Job:
         fast = self.sc.agent.peer_crash_detection if cause == "crash" else None
         return self.sc.agent.collective_timeout if fast is None else fast
 
+    def lost(self, cause: str, detection: float | None, unusable: bool):
+        """The recovery fault a crash is: a device left unusable, a process killed on a live
+        host (its connections reset: `peer_crash_detection`), or a host that vanished."""
+        from ..protocols.recovery import Fault
+        if unusable:
+            return Fault.DEVICE_UNUSABLE
+        fast = detection is None and cause == "crash" and self.sc.agent.peer_crash_detection is not None
+        return Fault.HOST_LOST if fast else Fault.HOST_VANISHED
+
     def schedule(self) -> None:
         """Put the hosts' starts and the scenario's faults on the clock."""
         sc, env, rng_faults = self.sc, self.env, self._rng_faults

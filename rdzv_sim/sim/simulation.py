@@ -99,7 +99,7 @@ class Simulation(Job):
         if node.process is not None and node.process.is_alive:
             node.process.interrupt("crash")
         notice = self.notice_delay(cause, detection)
-        fault = Fault.DEVICE_UNUSABLE if unusable else Fault.HOST_LOST
+        fault = self.lost(cause, detection, unusable)
         if not (self.in_place.on and node.running_round is not None
                 and self.in_place.fault(node.running_round, fault, node.name, notice)):
             self.runtime.peers_notice(node.running_round, {node.name}, notice)

@@ -101,13 +101,21 @@ def test_shrink_costs_the_published_time():
     assert (p.ranked, p.start) == (2.0, 0.0)
 
 
-def test_in_process_detects_a_lost_host_by_heartbeat_or_soft_timeout():
+def test_in_process_acts_on_a_lost_host_at_the_soft_timeout_at_the_latest():
     c = cfg("in_process")
-    assert detection(c, Fault.HOST_LOST, 600.0) == 30.0                  # heartbeat_timeout
-    assert detection(c, Fault.HOST_LOST, 5.0) == 5.0                     # its collective failed first
-    assert detection(cfg("in_process", in_process={"heartbeat_timeout": 80}), Fault.HOST_LOST, 600) == 60.0
+    assert detection(c, Fault.HOST_VANISHED, 600.0) == 60.0              # soft_timeout
+    assert detection(c, Fault.HOST_LOST, 600.0) == 60.0
+    assert detection(c, Fault.HOST_VANISHED, 5.0) == 5.0                 # its collective failed first
     assert detection(c, Fault.DEVICE_UNUSABLE, 600.0) == 600.0           # not absorbed: in_job's
-    assert detection(cfg("shrink"), Fault.HOST_LOST, 600.0) == 600.0
+    assert detection(cfg("shrink"), Fault.HOST_VANISHED, 600.0) == 600.0
+
+
+def test_a_vanished_host_makes_the_restart_wait_the_hard_timeout():
+    c = cfg("in_process", in_process={"hard_timeout": 40, "soft_timeout": 20})
+    vanished = plan(c, Fault.HOST_VANISHED, M, {"a"}, min_nodes=1)
+    killed = plan(c, Fault.HOST_LOST, M, {"a"}, min_nodes=1)              # its monitor reports it
+    assert vanished.ranked == pytest.approx(killed.ranked + 40) and killed.ranked == pytest.approx(2.5)
+    assert plan(cfg("shrink"), Fault.HOST_VANISHED, M, {"a"}, min_nodes=1).ranked == 2.0
 
 
 def test_waiting_hosts_re_form_only_at_a_planned_re_form():
