@@ -11,7 +11,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch==2.13.0 is the CPU build these machines hold; an unpinned torch pulls a CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[real,testing,dev,torchft]'
+	$(BIN)/python -m pip install -q -e '.[real,testing,dev,torchft,nvrx]'
+	# NVRx asks for the deprecated `pynvml` shim, which warns at every `import torch`; nvidia-ml-py
+	# (also installed) is the same module without it
+	$(BIN)/python -m pip uninstall -q -y pynvml
 	touch $(STAMP)
 
 demo: $(STAMP)

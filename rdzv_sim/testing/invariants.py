@@ -8,45 +8,14 @@ known (see `known.py`) and does not fail `assert_ok`; anything else does.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from .known import known_for
 from .parts import invariants_of
-
-
-@dataclass(frozen=True)
-class Violation:
-    invariant: str
-    message: str
-    round: int | None = None
-    node: str | None = None
-    known: str | None = None          # why it is expected, with the source it comes from
-
-    def __str__(self) -> str:
-        where = "".join([f" round {self.round}" if self.round is not None else "",
-                         f" node {self.node}" if self.node else ""])
-        tag = f" [known: {self.known}]" if self.known else ""
-        return f"{self.invariant}{where}: {self.message}{tag}"
-
-
-@dataclass
-class Report:
-    violations: list[Violation] = field(default_factory=list)
-
-    @property
-    def unexpected(self) -> list[Violation]:
-        return [v for v in self.violations if not v.known]
-
-    def assert_ok(self, replay_hint: str = "") -> None:
-        bad = self.unexpected
-        if bad:
-            lines = [f"{len(bad)} invariant violation(s):"] + [f"  - {v}" for v in bad[:20]]
-            if replay_hint:
-                lines.append(replay_hint)
-            raise AssertionError("\n".join(lines))
+from .recovery import RECOVERY, in_place_rounds
+from .violations import Report, Violation
 
 
 def _detail(s: str) -> dict:
@@ -364,7 +333,6 @@ def quorum_invariants(tables: dict, scenario) -> list[Violation]:
 
 
 def check_safety(tables: dict, scenario) -> Report:
-    from .recovery import RECOVERY, in_place_rounds
     """All safety invariants of `scenario`'s protocol over a run's tables."""
     ev, rounds = tables["events"], tables["rounds"]
     proto = scenario.protocol

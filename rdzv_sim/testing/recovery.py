@@ -10,7 +10,7 @@ import json
 import pandas as pd
 
 from ..protocols.recovery import Fallback, Mode
-from .invariants import Violation
+from .violations import Violation
 
 IN_PLACE = ("in_process_restart", "shrink")
 

@@ -2,6 +2,7 @@
 
     python -m real_backend.tools.gpu_check [--ranks N] [--timeout S]
 
+Then `recovery_check`: NCCL's abort of a hung collective and `shrink_group`, with two GPUs.
 On a machine without GPUs it runs the same check with gloo (2 ranks by default), so it can be
 tried anywhere; on a one-GPU machine it is a smoke test at world size 1. It needs only torch,
 numpy, xxhash, pydantic and the protocol modules (no pandas or simpy): each rank is a spawned
@@ -87,6 +88,8 @@ def main(argv=None) -> int:
                   f"{r.get('rdzv_s', float('nan')):8.3f} {r.get('init_s', float('nan')):8.3f} "
                   f"{r.get('allreduce_s', float('nan')):11.4f}  {ok}"
                   + (f"  {r['error']}" if r.get("error") else ""))
+    from .recovery_check import main as recovery_check
+    bad += recovery_check([])                  # NCCL abort and shrink_group (recovery in place)
     return 1 if bad else 0
 
 
