@@ -31,7 +31,7 @@ COLUMNS = ("ettr", "goodput", "interruptions", "mttr_s", "lost_detection_s", "lo
 def one(scenario: str, mode: str, work: Path) -> dict:
     out = work / f"{scenario}-{mode.replace(', ', '-').replace(' ', '-')}"
     cmd = [sys.executable, "-m", "rdzv_sim", "run", scenario, "--long", "--no-report", "--no-progress",
-           "--out", str(out)] + [x for s in MODES[mode] for x in ("--set", s)]
+           "--out", str(out), "--set", "fidelity=aggregate"] + [x for s in MODES[mode] for x in ("--set", s)]
     r = run_summary(cmd, out, COLUMNS)
     if "error" not in r:
         import pandas as pd
@@ -46,7 +46,8 @@ def report(r: dict) -> str:
     lines = ["# Recovery in place at scale", "",
              f"{r['date']}, {r['machine']}, Python {r['python']}, commit {r.get('commit', '?')}. "
              "`python benchmarks/recovery.py`: every case run side by side in this one run, at the "
-             "aggregate fidelity, each scenario's cases on its own seed (the same failures).", ""]
+             "aggregate fidelity (llama3-54d too, bundled per operation), each scenario's cases on its own "
+             "seed (the same failures).", ""]
     for sc in r["scenarios"]:
         lines += [f"## {sc}", "", f"Beside it: {FIELD[sc]}.", "",
                   "| mode | ETTR | goodput | interruptions | in place | fallbacks | MTTR s | lost to "
