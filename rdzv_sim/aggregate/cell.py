@@ -67,6 +67,7 @@ class Cell:
         self.recover_at: float | None = None
         self.iteration = 0
         self.t_formed = 0.0               # when the running world's store round formed
+        self.t_met = 0.0                  # ... and its workers started (planned re-forms count from it)
 
     # --- what the job shares -------------------------------------------------------------
     @property
@@ -127,7 +128,7 @@ class Cell:
         self.round = 0
         self._clear_members()
         self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
-        self.faults, self.recover_at, self.iteration, self.t_formed = [], None, 0, 0.0
+        self.faults, self.recover_at, self.iteration, self.t_formed, self.t_met = [], None, 0, 0.0, 0.0
         self.model.reset()
 
     # --- what a round model tells the job ------------------------------------------------
@@ -161,7 +162,7 @@ class Cell:
         self.is_member[hc] = True
         self.rank_of[hc] = ranks
         self.t_ws, self.waiting_noticed = t_ws, False
-        self.iteration, self.t_formed = 0, self.env.now
+        self.iteration, self.t_formed, self.t_met = 0, self.env.now, t_ws
         if f.doomed:                       # the init barrier waits for the dead one in vain
             self.leave(t_ws + a.collective_timeout, Reason.PEER_FAILED)
         return t_ws
@@ -171,7 +172,7 @@ class Cell:
         monitor tick after it (the agent's safe point), at least one tick after the start."""
         if not self.members or self.waiting_noticed:
             return
-        at = recovery.reform_at(self.job.sc.agent, self.t_ws, seen)
+        at = recovery.reform_at(self.job.sc.agent, self.t_met, seen)
         if at is None:
             return                        # they wait for the next failure not absorbed in place
         self.waiting_noticed = True

@@ -203,7 +203,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
         if claimed:
             claimed = False
             result = yield InPlace()
-            t_start = yield Now()
+            t_start = t_met = yield Now()
         else:
             result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, memory.last)
             if isinstance(result, Exit):
@@ -216,7 +216,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
                 return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
             memory.assigned(result, (yield StoreAddress()) if protocol.cfg.fails_over else None)
             yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
-            t_start = yield Now()
+            t_start = t_met = yield Now()          # (t_met: the last rendezvous; planned re-forms count from it)
             yield Emit(Event.WORKERS_STARTED, round=result.round, rank=result.rank,
                        world_size=result.world_size)
             try:
@@ -235,7 +235,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
             if reason == Reason.NODES_WAITING and in_place and until is None:
                 # waiting hosts re-form the world only at a planned re-form (recovery.reform_at)
                 now = yield Now()
-                at = reform_at(cfg, t_start, now)
+                at = reform_at(cfg, t_met, now)
                 if at is None or at > now:
                     fired, until = (Reason.NODES_WAITING,), at
                     continue

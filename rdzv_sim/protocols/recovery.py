@@ -160,13 +160,13 @@ def plan(cfg, fault: Fault, members: Sequence[str], lost: Collection[str] = (),
     return Plan(True, mode, new, cfg.shrink.time, 0.0)
 
 
-def reform_at(cfg, t_started: float, seen: float) -> float | None:
+def reform_at(cfg, t_met: float, seen: float) -> float | None:
     """When hosts that wait (back from repair, spares not taken) make a running world re-form:
     in_job at once (torchrun's agent, at its next monitor tick); an in-place mode at a planned
-    re-form `reform_every` after the world started, or never (None: at the next failure it
-    cannot absorb)."""
+    re-form `reform_every` after the job last met at the store (`t_met`: recoveries in place
+    since do not move it), or never (None: at the next failure it cannot absorb)."""
     if Mode(cfg.recovery) is Mode.IN_JOB:
         return seen
     if cfg.reform_every is None:
         return None
-    return max(seen, t_started + cfg.reform_every)
+    return max(seen, t_met + cfg.reform_every)

@@ -121,7 +121,9 @@ def test_a_host_back_waits_for_the_planned_re_form(fidelity):
     back = [(x, how) for x, m, how in worlds(planned)[2:] if "node2" in m]
     assert back and back[0][1] == "store"
     t_back = planned.rounds.set_index("round").loc[back[0][0], "end"]
-    assert 200 + 30 + 2 + 400 <= t_back < 200 + 30 + 2 + 400 + 30
+    ev = planned.events
+    met = float(ev.loc[(ev["event"] == "workers_started") & (ev["round"] == 0), "t"].max())
+    assert met + 400 <= t_back < met + 400 + 30          # from the last rendezvous, not the shrink
 
 
 @pytest.mark.parametrize("fidelity", FIDELITIES)
