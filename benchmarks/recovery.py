@@ -39,6 +39,8 @@ def one(scenario: str, mode: str, work: Path) -> dict:
         for kind in ("in_process_restart", "shrink"):
             r[kind] = int(ev.loc[ev["event"] == kind, "round"].nunique())
         r["fallbacks"] = int((ev["event"] == "recovery_fallback").sum())
+        rounds = ev.loc[ev["event"] == "rank_assigned", "round"].nunique()
+        r["store_rounds"] = int(rounds - r["in_process_restart"] - r["shrink"])
     return r
 
 
@@ -50,9 +52,9 @@ def report(r: dict) -> str:
              "seed (the same failures).", ""]
     for sc in r["scenarios"]:
         lines += [f"## {sc}", "", f"Beside it: {FIELD[sc]}.", "",
-                  "| mode | ETTR | goodput | interruptions | in place | fallbacks | MTTR s | lost to "
+                  "| mode | ETTR | goodput | interruptions | in place | fallbacks | store rounds | MTTR s | lost to "
                   "detection, h | rendezvous + restart, h | recompute, h | running smaller, h | sim wall s | RSS MB |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for mode in MODES:
             x = r["cases"].get(f"{sc} / {mode}")
             if x is None:
@@ -63,17 +65,18 @@ def report(r: dict) -> str:
             h = 3600.0
             lines.append(
                 f"| {mode} | {x['ettr']:.3f} | {x['goodput']:.3f} | {x['interruptions']} | "
-                f"{x['in_process_restart'] + x['shrink']} | {x['fallbacks']} | {x['mttr_s']:.0f} | "
+                f"{x['in_process_restart'] + x['shrink']} | {x['fallbacks']} | {x['store_rounds']} | {x['mttr_s']:.0f} | "
                 f"{x['lost_detection_s'] / h:.1f} | "
                 f"{(x['lost_rendezvous_s'] + x['lost_worker_start_s'] + x['lost_checkpoint_load_s']) / h:.1f} | "
                 f"{x['lost_recompute_s'] / h:.1f} | {x['lost_running_smaller_s'] / h:.1f} | "
                 f"{x['wall_s']} | {x['max_rss_mb']} |")
         lines.append("")
     lines += ["## What is set, what is assumed", "",
-              "- **in_process** (NVRx 0.4.1's `inprocess.Wrapper`): detection of a lost host by its "
-              "30 s heartbeat timeout or the 60 s soft timeout, whichever is first, or sooner when the "
-              "scenario's collectives fail first; then destroy_process_group 0.5 s, last_call_wait 1 s, "
-              "rank assignment 0.5 s, a store barrier 0.5 s (the usage guide's figures). **Assumed, "
+              "- **in_process** (NVRx 0.4.1's `inprocess.Wrapper`): the restart begins when the "
+              "survivors' collectives fail (the scenario's detection) or at the 60 s soft timeout; a "
+              "vanished host's rank is dropped at the 90 s hard timeout (as measured with NVRx on gloo, "
+              "reports/validation/validate-inprocess); then destroy_process_group 0.5 s, last_call_wait "
+              "1 s, rank assignment 0.5 s, a store barrier 0.5 s (the usage guide's figures). **Assumed, "
               "not set:** the pending NCCL kernels (0) and the pending device work (the guide: about "
               "one iteration; 0 s here, a 6 s step would add 6 s a restart), and the user's finalize, "
               "health check and initialize (0 s). A restart reloads the checkpoint as an in-job one "
@@ -84,8 +87,12 @@ def report(r: dict) -> str:
               "left whole is assumed; the job's model-parallel width decides the size it can use).",
               "- **Spares and re-forms**: in_process takes the wrapper's inactive ranks (idle agents "
               "up when the world's store round formed) up to the old size; hosts back from repair "
-              "wait for the next re-form: a failure the mode does not absorb (job-wide faults under "
-              "shrink, below min_nodes), or the daily planned re-form where set (assumed: once a day).",
+              "wait for the next store round: a failure the mode does not absorb (a fallback: job-wide "
+              "faults under shrink, below min_nodes, a device left unusable under in_process), the "
+              "daily planned re-form where set (assumed: once a day, counted from the last store "
+              "round), or hrw's own: the waiting hosts probe the world's members once a day "
+              "(`probe_interval`) and end a world in which a member died and was not yet dropped. "
+              "`store rounds` counts them all, the first included.",
               "- **Not modelled**: ByteRobust's own detection and its fast restart machinery, FT-HSDP's "
               "FTAR and catch-up; a job-wide fault restarts every rank in place under in_process "
               "(NVRx restarts on an exception) and falls back under shrink.", ""]
