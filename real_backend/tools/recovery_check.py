@@ -77,8 +77,8 @@ def _gloo_rank(i: int, port: int, q) -> None:
     dist.destroy_process_group()
 
 
-def gloo_cannot_shrink() -> str:
-    """On the CPU: gloo's answer to shrink_group, from two real ranks."""
+def _spawn(target, n: int, *args):
+    """`n` spawned ranks running target(i, *args, port, queue) on a free port: (processes, queue)."""
     import socket
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -86,16 +86,26 @@ def gloo_cannot_shrink() -> str:
     s.close()
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_gloo_rank, args=(i, port, q)) for i in range(2)]
+    procs = [ctx.Process(target=target, args=(i, *args, port, q)) for i in range(n)]
     for p in procs:
         p.start()
+    return procs, q
+
+
+def _reap(procs) -> None:
+    for p in procs:
+        p.join(30)
+        if p.is_alive():
+            p.kill()
+
+
+def gloo_cannot_shrink() -> str:
+    """On the CPU: gloo's answer to shrink_group, from two real ranks."""
+    procs, q = _spawn(_gloo_rank, 2)
     try:
         return q.get(timeout=60)
     finally:
-        for p in procs:
-            p.join(10)
-            if p.is_alive():
-                p.kill()
+        _reap(procs)
 
 
 def main(argv=None) -> int:
@@ -109,19 +119,11 @@ def main(argv=None) -> int:
         print(f"recovery check: {gpus} GPU(s): NCCL abort and shrink_group need two; not measured")
         print(f"  gloo and shrink_group: {gloo_cannot_shrink()}")
         return 0
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(i, n, port, q)) for i in range(n)]
-    for p in procs:
-        p.start()
-    rows = sorted((q.get(timeout=300) for _ in procs), key=lambda r: r["rank"])
-    for p in procs:
-        p.join(30)
+    procs, q = _spawn(_rank, n, n)
+    try:
+        rows = sorted((q.get(timeout=300) for _ in procs), key=lambda r: r["rank"])
+    finally:
+        _reap(procs)
     print(f"recovery check: NCCL on {n} GPUs")
     print(f"{'rank':>4} {'abort s':>8} {'shrink s':>9} {'shrunk':>6}  error")
     bad = 0
