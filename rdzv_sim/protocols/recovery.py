@@ -24,6 +24,8 @@ from typing import Collection, Sequence
 from pydantic import (BaseModel, ConfigDict, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt,
                       model_validator)
 
+from ..events import Event
+
 
 class Mode(str, Enum):
     __str__ = str.__str__
@@ -61,6 +63,7 @@ ABSORBS: dict[Mode, frozenset] = {
 KEEPS_FAILED = {Mode.IN_PROCESS: True, Mode.SHRINK: False}   # a member whose workers raised stays in
 USES_SPARES = {Mode.IN_PROCESS: True, Mode.SHRINK: False}    # the wrapper's inactive ranks fill in
 KEEPS_STATE = {Mode.IN_PROCESS: False, Mode.SHRINK: True}    # training goes on from memory (no reload)
+EVENT = {Mode.IN_PROCESS: Event.IN_PROCESS_RESTART, Mode.SHRINK: Event.SHRINK}   # what a world made so records
 
 
 class InProcess(BaseModel):

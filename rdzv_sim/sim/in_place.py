@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from ..events import Event
 from ..protocols import recovery
 from ..protocols.base import RoundResult, digest
 from ..protocols.recovery import Fault, Mode, Plan
@@ -34,7 +33,7 @@ def record(trace, t: float, rnd: int, old, old_ranks, new: list[str], plan: Plan
     who = new if codes is None else codes
     nn = len(new)
     ranks = np.arange(nn, dtype=np.int64)
-    event = Event.IN_PROCESS_RESTART if plan.why == Mode.IN_PROCESS else Event.SHRINK
+    event = recovery.EVENT[Mode(plan.why)]
     trace.record_many(t, who, event, rnd, fields={"fault": str(fault)})
     t_rank, t_ws = t + plan.ranked, t + plan.ranked + plan.start
     trace.record(t_rank, new[0], "round_closed", rnd, world_size=nproc * nn,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..protocols.recovery import EVENT, KEEPS_STATE
 from .spans import round_spans
 from .straggle import span_rate, straggles
 from .work import span_work
@@ -88,16 +89,18 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
     # a round's members leave after its training stopped (t1 is their first stop)
     first_left = events.loc[events["event"] == "round_left"].groupby("round")["t"].min().to_dict()
     slow = straggles(events)
-    # rounds a shrink made: their survivors train on from memory (nothing reloaded or lost)
-    shrunk = set(events.loc[events["event"] == "shrink", "round"].dropna().astype(int).tolist())
+    # rounds a recovery in place made whose survivors train on from memory (a shrink's): nothing
+    # reloaded or lost
+    kept = [str(EVENT[m]) for m, keeps in KEEPS_STATE.items() if keeps]
+    shrunk = set(events.loc[events["event"].isin(kept), "round"].dropna().astype(int).tolist())
     rows, from_peer = [], False
     for i, s in enumerate(spans.itertuples(index=False)):
         final = s.end == "run_end"
         nxt_t0 = float(spans["t0"].iloc[i + 1]) if i + 1 < len(spans) else duration
-        kept = i + 1 < len(spans) and int(spans["round"].iloc[i + 1]) in shrunk
+        on = i + 1 < len(spans) and int(spans["round"].iloc[i + 1]) in shrunk
         requeued = bool(((requeues >= s.t1) & (requeues < nxt_t0)).any())
         peer_ok = (tr.checkpoint == "in_memory" and not requeued and _peer_ok(s.members, s.crashed))
-        w = span_work(s.t1 - s.t0, tr, first=i == 0 or s.round in shrunk, final=final or kept,
+        w = span_work(s.t1 - s.t0, tr, first=i == 0 or s.round in shrunk, final=final or on,
                       from_peer=from_peer, peer_ok=peer_ok)
         used = hosts_used(s.hosts, tr)
         rows.append({"round": s.round, "t0": s.t0, "t1": s.t1, "hosts": s.hosts, "hosts_used": used,

@@ -60,6 +60,8 @@ def test_in_process_restarts_in_place_with_the_spare(fidelity):
     assert how == "in_process_restart" and r1 == r0 + 1
     assert victim not in m1 and len(m1) == len(m0) == 6        # the spare took its place
     assert m1 - m0 == {spare}
+    tr = evaluate(r.events, r.rounds, r.scenario)                # NVRx restarts the function: it reloads
+    assert tr.spans.set_index("round").loc[r1, "restart_from"] == "checkpoint"
     # no rendezvous between: nobody joined the store after the first round
     ev = r.events
     assert not ((ev["event"] == "join") & (ev["t"] > 100)).any()
