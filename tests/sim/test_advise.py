@@ -90,8 +90,8 @@ def test_the_pareto_front_is_what_no_other_candidate_beats():
 def test_advise_searches_the_recovery_mode():
     """The recovery mode is a knob like any other, run on the same seeds. Hosts fail one at a
     time and come back, and the world re-forms every 10 minutes: shrinking (2 s, nothing
-    recomputed) beats restarting in job (and in process, which waits NVRx's hard timeout for
-    a vanished host), by a margin of about 0.25 of goodput on these seeds."""
+    recomputed) beats restarting in job, and in process, which waits NVRx's hard timeout for
+    a vanished host."""
     sc = young_daly_scenario() | {"protocol": {"name": "hrw", "min_nodes": 2, "probe_interval": 86400}}
     sc["agent"] = {**sc["agent"], "reform_every": 600}
     a = advise(sc, parse_space(["agent.recovery=in_job|in_process|shrink"]), trials=8, seeds=2, workers=2)
