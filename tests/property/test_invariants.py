@@ -1,5 +1,5 @@
 """Every protocol the project ships, under random fault schedules (profile: ci or thorough)."""
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from rdzv_sim.testing import check_run, fault_schedules, replicated_stores, scenarios
@@ -70,3 +70,29 @@ def test_hrw_store_failover(sc):
     fails over picks the same successor in each epoch, one round's members agree (no round
     on both sides of a cut), and the job converges unless it lost half its hosts."""
     check_run(sc)
+
+
+@settings(max_examples=30)
+@given(st.sampled_from(["per_operation", "aggregate"]),
+       fault_schedules(8, kinds=("crash", "restart", "worker_failure")), st.integers(0, 2**32 - 1))
+def test_in_process_keeps_whole_segments_with_spares(fidelity, faults, seed):
+    """NVRx's in-process restart with spares on NVLink segments of 2 hosts, at both fidelities
+    (the drawn scenarios leave segments at 1): every in-place world is a whole number of
+    segments, and every invariant of the modes holds."""
+    from rdzv_sim.scenario import load
+    from rdzv_sim.testing.liveness import liveness_bound, quiet_time
+    data = {"name": "segments", "seed": seed, "duration": 1.0, "fidelity": fidelity,
+            "cluster": {"nodes": 8, "nproc_per_node": 2, "start_spread": 0}, "store": {"host": None},
+            "protocol": {"name": "hrw", "min_nodes": 4, "max_nodes": 8, "last_call_timeout": 1},
+            "agent": {"max_restarts": 10_000, "max_rendezvous_attempts": 10_000, "collective_timeout": 10,
+                      "worker_start": 1, "recovery": "in_process", "reform_every": 60,
+                      "in_process": {"soft_timeout": 10, "hard_timeout": 20}},
+            "scheduler": {"hot_spares": 2, "segment": 2}, "faults": faults}
+    probe = load(data | {"duration": 10**6})
+    sc = load(data | {"duration": float(int(quiet_time(probe) + liveness_bound(probe) + 10))})
+    r, _ = check_run(sc)
+    ev = r.events
+    made = set(ev.loc[ev["event"] == "in_process_restart", "round"].dropna().astype(int))
+    sizes = ev[(ev["event"] == "rank_assigned") & ev["round"].isin(made)].groupby("round")["node"].nunique()
+    assert (sizes % 2 == 0).all(), sizes.to_dict()
+    event(f"in-place worlds: {min(len(made), 2)}{'+' if len(made) >= 2 else ''}")   # --hypothesis-show-statistics
