@@ -12,6 +12,7 @@ from .protocols.registry import get, part
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
 
 OVERHEAD_S = 0.1                # a run's own cost: set-up, tables (reports/estimates.md)
+PLACEMENT = 1.2e-8              # the shard-moves table's shortlists: seconds a shard and host
 PER_STORE_OP = 1.2e-5           # c10d per-operation: seconds per store request (reports/estimates.md)
 
 
@@ -43,9 +44,18 @@ HRW_PER_OPERATION = Cost(lambda n, sc: 3.8e-4 * n)
 STATIC_PER_OPERATION = Cost(lambda n, sc: 2.5e-4 * n)
 C10D_PER_OPERATION = Cost(c10d_round)
 HRW_AGGREGATE = Cost(lambda n, sc: 4e-6 * n)
-# a quorum job's round re-forms one replica group, whatever the job's size; smaller groups make
-# more of them (reports/per_step_ft.md: llama3-54d-quorum from 11 s at groups of 128 to 53 s at 8)
-QUORUM_AGGREGATE = Cost(lambda n, sc: 0.03 * (16 / sc.protocol.group_size) ** 0.5)
+
+
+def quorum_round(n: int, sc) -> float:
+    """A quorum job's round re-forms one replica group (a fixed cost, less in a job of a few
+    hosts), and every group steps through the run (a cost a group and day, spread over the
+    rounds): llama3-54d-quorum at groups of 16 and 128 (reports/per_step_ft.md) and
+    frontier-100k-quorum set both (reports/estimates.md)."""
+    groups = max(1, n // sc.protocol.group_size)
+    return 0.0104 * min(1.0, n / 16) + 0.00278 * groups * (sc.duration / 86400.0) / rounds(sc)
+
+
+QUORUM_AGGREGATE = Cost(quorum_round)
 # a storm that locks is carried forward, one that creeps is stepped write by write: llama3-54d
 # (~825 rounds) takes 8 s as bundled and 18 minutes with a 30 s keep-alive (docs/c10d-at-scale.md)
 C10D_AGGREGATE = Cost(lambda n, sc: 3e-4 * n,
@@ -66,9 +76,9 @@ class Estimate:
 
 
 def rounds(sc) -> float:
-    """Rounds the run is expected to form: the first, two per scheduled fault (the failure and
-    the recovery), two per expected random failure (its crash and its repair)."""
-    r = 1.0 + 2.0 * len(sc.faults)
+    """Rounds the run is expected to form: the first, one per scheduled fault's action (a crash,
+    a restart, a heal), two per expected random failure (its crash and its repair)."""
+    r = 1.0 + sum(len(f.actions(i)) for i, f in enumerate(sc.faults))
     for rf in sc.random_faults:
         two, one = rf.rates(sc)
         r += (2.0 * two + one) * sc.duration
@@ -82,7 +92,13 @@ def estimate(sc) -> Estimate:
     faster = ""
     agg = (cost_of(name, "aggregate") or cost_of("hrw", "aggregate")) \
         if "aggregate" in get(name).caps.fidelities else None
+    fixed = OVERHEAD_S + placement_s(sc)
     if sc.fidelity == "per_operation" and agg is not None:
-        faster = (f"--set fidelity=aggregate would take about {OVERHEAD_S + k * agg.per_round(n, sc):,.0f} s"
+        faster = (f"--set fidelity=aggregate would take about {fixed + k * agg.per_round(n, sc):,.0f} s"
                   + (agg.hint(n) if agg.hint else ""))
-    return Estimate(k, OVERHEAD_S + k * cost.per_round(n, sc), sc.fidelity, faster)
+    return Estimate(k, fixed + k * cost.per_round(n, sc), sc.fidelity, faster)
+
+
+def placement_s(sc) -> float:
+    """The shard-moves table's shortlists: every shard ranked over every host, once."""
+    return PLACEMENT * sc.shards.count * sc.hosts
