@@ -11,7 +11,7 @@ from .protocols.registry import get, part
 
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
 
-OVERHEAD_S = 0.1                # a run's own cost: set-up, tables (reports/estimates.md)
+OVERHEAD_S = 0.06               # a run's own cost: set-up, tables (reports/estimates.md)
 PLACEMENT = 1.2e-8              # the shard-moves table's shortlists: seconds a shard and host
 PER_STORE_OP = 1.2e-5           # c10d per-operation: seconds per store request (reports/estimates.md)
 
@@ -43,7 +43,7 @@ def cost_of(protocol: str, fidelity: str) -> Cost | None:
 HRW_PER_OPERATION = Cost(lambda n, sc: 3.8e-4 * n)
 STATIC_PER_OPERATION = Cost(lambda n, sc: 2.5e-4 * n)
 C10D_PER_OPERATION = Cost(c10d_round)
-HRW_AGGREGATE = Cost(lambda n, sc: 4e-6 * n)
+HRW_AGGREGATE = Cost(lambda n, sc: 3.2e-3 + 1.6e-6 * n)     # a round's fixed part, and its members
 
 
 def quorum_round(n: int, sc) -> float:
