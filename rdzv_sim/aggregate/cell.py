@@ -282,17 +282,11 @@ class Cell:
             return                        # superseded, or the round ended first
         self.recover_at = None
         faults, self.faults = self.faults, []
-        lost = {n for f, n in faults if f is not Fault.WORKERS_FAILED}
-        failed = {n for f, n in faults if f is Fault.WORKERS_FAILED}
-        fault = in_place.worst(f for f, _ in faults)
-        ranked = sorted(zip(self.rank_of[self.members.codes].tolist(), self.members))
-        old = [m for _, m in ranked]
-        members = old + sorted(n for n in lost if n not in old)      # the world before the fault
-        p = recovery.plan(self.job.sc.agent, fault, members, lost, failed,
-                          self._spares(),
-                          min_nodes=self.sc.min_nodes, segment=self.job.sc.scheduler.segment,
-                          iteration=self.iteration)
-        why = Reason.WORKERS_FAILED if fault is Fault.WORKERS_FAILED else Reason.PEER_FAILED
+        old = [m for _, m in sorted(zip(self.rank_of[self.members.codes].tolist(), self.members))]
+        dead = sorted({n for f, n in faults if f is not Fault.WORKERS_FAILED} - set(old))
+        p, fault, why, _ = in_place.decide(self.job.sc.agent, faults, old + dead, self._spares(),
+                                           min_nodes=self.sc.min_nodes, segment=self.job.sc.scheduler.segment,
+                                           iteration=self.iteration)
         if not p.absorbed or not self.members:
             if not p.absorbed:
                 in_place.fell_back(self.trace, t, self.round, fault, p)

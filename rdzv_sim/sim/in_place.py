@@ -55,6 +55,21 @@ def worst(faults) -> Fault:
     return min(faults, key=list(Fault).index)
 
 
+def decide(cfg, faults: list, members: list, spares: list, *, min_nodes: int, segment: int,
+           iteration: int, gone=()):
+    """The policy's answer to the faults a world gathered (both fidelities ask it): (the plan,
+    the fault it answers for, why the members leave their round, the members whose workers
+    failed). `members`: the world before the faults in rank order, the lost ones included;
+    `gone`: members lost with no fault of their own on record (they left)."""
+    lost = {n for f, n in faults if f is not Fault.WORKERS_FAILED} | set(gone)
+    failed = {n for f, n in faults if f is Fault.WORKERS_FAILED} - lost
+    fault = worst(f for f, _ in faults)
+    p = recovery.plan(cfg, fault, members, lost, failed, spares, min_nodes=min_nodes, segment=segment,
+                      iteration=iteration)
+    why = Reason.WORKERS_FAILED if fault is Fault.WORKERS_FAILED else Reason.PEER_FAILED
+    return p, fault, why, failed
+
+
 def spare(node, formed: float) -> bool:
     """A live idle host is one of the running world's inactive ranks (a spare the mode may
     take) when its agent was up before the world's store round formed: a host back from
@@ -148,21 +163,18 @@ class InPlace:
         live = [n for n in ranks if nodes[n].alive and nodes[n].running_round == rnd]
         if not faults or not live:
             return
-        lost = {n for f, n in faults if f is not Fault.WORKERS_FAILED} | {n for n in ranks if n not in live}
-        failed = {n for f, n in faults if f is Fault.WORKERS_FAILED} - lost
-        members = sorted(ranks, key=ranks.get)
         formed = self.formed.get(rnd, 0.0)
         pool = [h for h in sim.hosts if h not in ranks and nodes[h].running_round is None
                 and nodes[h].process is not None and nodes[h].process.is_alive and spare(nodes[h], formed)]
-        fault = worst(f for f, _ in faults)
-        p = recovery.plan(self.cfg, fault, members, lost, failed, pool, min_nodes=sim.sc.min_nodes,
-                          segment=sim.sc.scheduler.segment, iteration=self.iteration.get(rnd, 0))
+        p, fault, why, failed = decide(self.cfg, faults, sorted(ranks, key=ranks.get), pool,
+                                       min_nodes=sim.sc.min_nodes, segment=sim.sc.scheduler.segment,
+                                       iteration=self.iteration.get(rnd, 0),
+                                       gone=[n for n in ranks if n not in live])
         if not p.absorbed:                              # the in-job path: each agent's own failure
             fell_back(sim.trace, sim.env.now, rnd, fault, p)
             for n in live:
                 nodes[n].signal(Reason.WORKERS_FAILED if n in failed else Reason.PEER_FAILED)
             return
-        why = Reason.WORKERS_FAILED if fault is Fault.WORKERS_FAILED else Reason.PEER_FAILED
         old = sorted(live, key=ranks.get)
         nproc = sim.sc.cluster.nproc_per_node
         new = list(p.members)

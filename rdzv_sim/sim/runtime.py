@@ -128,7 +128,8 @@ class SimRuntime(FirstOfMixin):
                 # as a lost host does: the mode's coordinator decides (sim/in_place.py)
                 exits = op.reason in (Reason.TERMINATED, Reason.AGENT_FAILED)
                 if not (exits and self.in_place is not None
-                        and self.in_place.fault(rnd, Fault.HOST_LOST, node.name, self._stop_notice())):
+                        and self.in_place.fault(rnd, Fault.HOST_LOST, node.name,
+                                                self._delay(self.agent.peer_crash_detection))):
                     self.peers_notice(rnd, {node.name}, self.agent.peer_crash_detection)
             node.running_round = None
             return None
@@ -176,10 +177,9 @@ class SimRuntime(FirstOfMixin):
             return (yield from self._use_store(node, op))
         raise TypeError(f"{node.name}: the protocol yielded {op!r}, which is not an operation")
 
-    def _stop_notice(self) -> float:
-        """How long the peers of stopped workers take to fail (as `peers_notice`'s default)."""
-        fast = self.agent.peer_crash_detection
-        return self.agent.collective_timeout if fast is None else fast
+    def _delay(self, delay: float | None) -> float:
+        """How long a round's collectives take to fail: `delay`, or the collective timeout."""
+        return self.agent.collective_timeout if delay is None else delay
 
     def _emit(self, node: SimNode, op: O.Emit) -> None:
         if op.round is not None:
@@ -196,7 +196,7 @@ class SimRuntime(FirstOfMixin):
         covers this one, so each round costs O(N) however its members leave."""
         if rnd is None or not self.rounds.get(rnd):
             return
-        when = self.env.now + (self.agent.collective_timeout if delay is None else delay)
+        when = self.env.now + self._delay(delay)
         members = self.rounds[rnd]
         due = self.notices.setdefault(rnd, [])
         for w, c in due:

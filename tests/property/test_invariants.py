@@ -85,7 +85,7 @@ def test_in_process_keeps_whole_segments_with_spares(fidelity, faults, seed):
             "cluster": {"nodes": 8, "nproc_per_node": 2, "start_spread": 0}, "store": {"host": None},
             "protocol": {"name": "hrw", "min_nodes": 4, "max_nodes": 8, "last_call_timeout": 1},
             "agent": {"max_restarts": 10_000, "max_rendezvous_attempts": 10_000, "collective_timeout": 10,
-                      "worker_start": 1, "recovery": "in_process", "reform_every": 60,
+                      "worker_start": 1, "recovery": "in_process",
                       "in_process": {"soft_timeout": 10, "hard_timeout": 20}},
             "scheduler": {"hot_spares": 2, "segment": 2}, "faults": faults}
     probe = load(data | {"duration": 10**6})
