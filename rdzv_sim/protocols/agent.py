@@ -227,18 +227,21 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
         while True:
             reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
                                                    local=local, fired=fired, until=until)
+            if reason == Reason.NODES_WAITING:
+                now = yield Now()
+                if in_place:                        # waiting hosts re-form the world only at a
+                    at = reform_at(cfg, t_met, now) if until is None else until    # planned re-form
+                    if at is None or at > now:
+                        fired, until = (Reason.NODES_WAITING,), at
+                        continue
+                # restart at the next monitor tick (a safe point), its workers' own state first
+                yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
+                reason, value = yield from _local_first(local, reason, value)
             if reason == Reason.IN_PLACE:           # the world recovered in place: train on in it
                 result = yield InPlace()
                 t_start = yield Now()
                 fired, until = (), None
                 continue
-            if reason == Reason.NODES_WAITING and in_place and until is None:
-                # waiting hosts re-form the world only at a planned re-form (recovery.reform_at)
-                now = yield Now()
-                at = reform_at(cfg, t_met, now)
-                if at is None or at > now:
-                    fired, until = (Reason.NODES_WAITING,), at
-                    continue
             if not isinstance(value, StoreError) or not protocol.cfg.fails_over:
                 break
             # the store is lost under a running round: move to the successor's and train on
@@ -265,9 +268,6 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
             if not protocol.cfg.fails_over:
                 yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
             return (yield from _shut_down(protocol, node, ExitReason.STORE_LOST))
-        if reason == Reason.NODES_WAITING:      # restart at the next monitor tick (a safe point)
-            now = yield Now()
-            yield Sleep(cfg.monitor_interval - ((now - t_start) % cfg.monitor_interval))
         yield StopWorkers(reason)
         yield Emit(Event.ROUND_LEFT, round=result.round, rank=result.rank, detail={"reason": reason})
         if uses_a_restart(reason):
@@ -310,15 +310,26 @@ def watch_round(protocol: Protocol, result: RoundResult, node: NodeInfo, backoff
         if isinstance(value, StoreTimeout):   # a watch hung (store paused, cut off): watch again
             yield Sleep(backoff)
             continue
-        if idx < len(local) or idx >= len(local) + len(watches) or not watches[idx - len(local)].ask \
-                or isinstance(value, BaseException):
+        if idx < len(local) or idx >= len(local) + len(watches):
             return reason, value
+        if not watches[idx - len(local)].ask or isinstance(value, BaseException):
+            return (yield from _local_first(local, reason, value))
         try:
             verdict, arg = yield from protocol.answer(result, watches[idx - len(local)], node)
         except StoreTimeout:                  # cut off from the store: keep training
             continue
         except StoreError as e:
-            return reason, e
+            return (yield from _local_first(local, reason, e))
         if verdict == "leave":
-            return arg, None
+            return (yield from _local_first(local, arg, None))
         state = arg
+
+
+def _local_first(local, reason, value):
+    """A watch's answer, unless a local signal came while it was read: torchrun's monitor
+    reads its own workers' state before the store's (a world restarting in place, say, is
+    not left for nodes that wait)."""
+    if Reason.IN_PLACE not in local:       # in_job keeps the order it always had (the golden runs)
+        return reason, value
+    idx, got = yield FirstOf(*(Local(r) for r in local), Sleep(0.0))
+    return (local[idx], got) if idx < len(local) else (reason, value)

@@ -176,6 +176,7 @@ class InPlace:
                 nodes[n].signal(Reason.WORKERS_FAILED if n in failed else Reason.PEER_FAILED)
             return
         old = sorted(live, key=ranks.get)
+        sim.runtime.notices.pop(rnd, None)              # the old communicator's hung collectives are void
         nproc = sim.sc.cluster.nproc_per_node
         new = list(p.members)
         t_rank, t_ws = record(sim.trace, sim.env.now, rnd, old, [ranks[n] for n in old], new, p, why,

@@ -208,10 +208,11 @@ class SimRuntime(FirstOfMixin):
 
     def _notify(self, rnd, notice) -> None:
         due = self.notices.get(rnd)
-        if due is not None and notice in due:
-            due.remove(notice)
-            if not due:
-                del self.notices[rnd]
+        if due is None or notice not in due:
+            return                              # void: the world recovered in place since
+        due.remove(notice)
+        if not due:
+            del self.notices[rnd]
         culprits = notice[1]
         for name in sorted(self.rounds.get(rnd, ())):
             n = self.nodes[name]

@@ -178,9 +178,6 @@ def quorum_settings(nodes: int):
 
 
 
-DRAWN_IN_PLACE = ()      # in-place modes drawn: none while c10d fails under them (#54's note)
-
-
 @st.composite
 def agent_settings(draw, recovery=("in_job",)) -> dict:
     """The agent's settings; `recovery`: the modes to draw from (a protocol's `caps.recovery`),
@@ -189,13 +186,10 @@ def agent_settings(draw, recovery=("in_job",)) -> dict:
            "monitor_interval": draw(st.sampled_from([0.5, 1.0, 5.0])),
            "collective_timeout": draw(st.integers(5, 60)),
            "worker_start": draw(st.integers(0, 10)), "retry_backoff": 1.0}
-    # shrink is not drawn: an open failure (c10d, a crash at 199.9 s; the issue's note)
-    mode = draw(st.sampled_from([m for m in recovery if m == "in_job" or m in DRAWN_IN_PLACE]))
+    mode = draw(st.sampled_from(list(recovery)))
     if mode != "in_job":
         out["recovery"] = mode
-        # no planned re-form drawn: a hrw waiter whose probe overlaps one misses the round's
-        # end and can keep missing it (an open bug: docs/recovery.md)
-        out["reform_every"] = None
+        out["reform_every"] = draw(st.sampled_from([None, 30.0, 120.0]))
         out["in_process"] = {"max_iterations": draw(st.sampled_from([None, 1, 3])),
                              "heartbeat_timeout": draw(st.sampled_from([5.0, 30.0]))}
     return out

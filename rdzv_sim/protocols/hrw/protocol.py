@@ -110,8 +110,14 @@ class HrwProtocol(RoundKeys, Protocol):
                 return True
             k = yield Add(self._k(rnd, "probes"), 1)
             yield Set(self._k(rnd, f"probe{k}"), node.name)
-            ack = watch_key(self._k(rnd, f"probe{k}/ack"))
-            if (yield from self._first(ack, cfg.probe_timeout)) is None:
+            which, value = yield FirstOf(ack=watch_key(self._k(rnd, f"probe{k}/ack")),
+                                         ended=watch_key(self._k(rnd, "end")),
+                                         timer=Sleep(cfg.probe_timeout))
+            if isinstance(value, BaseException):
+                raise value
+            if which == "ended":                # the round ended while it probed (a re-form)
+                return True
+            if which == "timer":
                 yield Emit(Event.MEMBERS_LOST, round=rnd, detail={"probe": k})
                 yield from self.end_round_at(rnd, "members_lost")
                 return True
