@@ -306,7 +306,8 @@ class Cell:
             self.model.gone(name, t)
         hc = self.host.of(new)
         _, t_ws = in_place.record(self.trace, t, self.round, self.host.traced(mc), self.rank_of[mc], new,
-                                  p, why, fault, job.sc.cluster.nproc_per_node, self.host.traced(hc))
+                                  p, why, fault, job.sc.cluster.nproc_per_node, self.host.traced(hc),
+                                  later=self.at, nodes=job.nodes)
         self.leave_at = None                           # a leave planned for the old world is void
         self._clear_members()
         self.members = HostList(new, hc)

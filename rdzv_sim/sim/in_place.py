@@ -23,25 +23,42 @@ from ..reasons import Reason
 
 
 def record(trace, t: float, rnd: int, old, old_ranks, new: list[str], plan: Plan, why: str,
-           fault: Fault, nproc: int, codes=None) -> tuple[float, float]:
+           fault: Fault, nproc: int, codes=None, *, later, nodes) -> tuple[float, float]:
     """Record an in-place recovery at `t` of the store's round `rnd`: `old` (names or codes)
     leave it for `why`; `new` (names, or their `codes`) form the next round of the tables.
-    Returns (when the ranks are known, when the workers train)."""
+    The world's ranks and its workers are recorded when they come (`later(t, fn)` calls fn
+    then), for the members still up since `t` (`nodes`: name -> node): one lost during the
+    restart gets no rank, as a member lost before its rank in a store round. Returns (when
+    the ranks are known, when the workers train)."""
     trace.record_many(t, old, "round_left", rnd, ranks=np.asarray(old_ranks, np.int64),
                       fields={"reason": why})
     trace.round_offset += 1                            # the store's round names the new world now
-    who = new if codes is None else codes
+    shift = trace.round_offset
+    who = np.asarray(new if codes is None else codes)
     nn = len(new)
     ranks = np.arange(nn, dtype=np.int64)
     event = recovery.EVENT[Mode(plan.why)]
     trace.record_many(t, who, event, rnd, fields={"fault": str(fault)})
     t_rank, t_ws = t + plan.ranked, t + plan.ranked + plan.start
-    trace.record(t_rank, new[0], "round_closed", rnd, world_size=nproc * nn,
-                 detail={"members": list(new), "count": nn, "holes": 0})
-    trace.record_many(t_rank, who, "rank_assigned", rnd, ranks=ranks, world_size=nproc * nn,
-                      fields={"digest": digest(new), "first_rank": ranks * nproc, "nnodes": nn,
-                              "latency": plan.ranked, "master": new[0]})
-    trace.record_many(t_ws, who, "workers_started", rnd, ranks=ranks, world_size=nproc * nn)
+
+    def up() -> np.ndarray:
+        return np.fromiter((nodes[n].alive and nodes[n].started_at <= t for n in new), bool, nn)
+
+    def ranked() -> None:
+        r, keep = rnd + shift - trace.round_offset, up()
+        trace.record(t_rank, new[int(np.argmax(keep))], "round_closed", r, world_size=nproc * nn,
+                     detail={"members": list(new), "count": nn, "holes": 0})
+        trace.record_many(t_rank, who[keep], "rank_assigned", r, ranks=ranks[keep], world_size=nproc * nn,
+                          fields={"digest": digest(new), "first_rank": ranks[keep] * nproc, "nnodes": nn,
+                                  "latency": plan.ranked, "master": new[0]})
+
+    def started() -> None:
+        keep = up()
+        trace.record_many(t_ws, who[keep], "workers_started", rnd + shift - trace.round_offset,
+                          ranks=ranks[keep], world_size=nproc * nn)
+
+    later(t_rank, ranked)
+    later(t_ws, started)
     return t_rank, t_ws
 
 
@@ -148,6 +165,13 @@ class InPlace:
         return res
 
     # --- the recovery --------------------------------------------------------------------
+    def _later(self, t: float, fn) -> None:
+        """Call `fn` at t, unless the job was requeued meanwhile (its worlds start again)."""
+        def call(_e):
+            if self.sim.in_place is self:
+                fn()
+        self.sim.env.timeout(max(0.0, t - self.sim.env.now)).callbacks.append(call)
+
     def _forget(self, rnd: int) -> None:
         for d in (self.worlds, self.formed, self.iteration, self.faults, self.due, self.size,
                   self.ready, self.t_ws):
@@ -180,7 +204,7 @@ class InPlace:
         nproc = sim.sc.cluster.nproc_per_node
         new = list(p.members)
         t_rank, t_ws = record(sim.trace, sim.env.now, rnd, old, [ranks[n] for n in old], new, p, why,
-                              fault, nproc)
+                              fault, nproc, later=self._later, nodes=nodes)
         nn = len(new)
         self.worlds[rnd] = {n: i for i, n in enumerate(new)}
         self.t_ws[rnd] = t_ws

@@ -67,8 +67,12 @@ def members_agree(events: pd.DataFrame) -> list[Violation]:
     return out
 
 
+JOINED = ("confirmed", "in_process_restart", "shrink")    # a member's first row in its round
+
+
 def every_member_accounted(events: pd.DataFrame) -> list[Violation]:
-    """A member of a completed round without a rank must have crashed before it got one."""
+    """A member of a completed round without a rank must have crashed before it got one (after
+    it confirmed, or after it began a restart in place into that round)."""
     out = []
     ev = events
     for rnd, g in _assigned(ev).groupby("round"):
@@ -76,7 +80,7 @@ def every_member_accounted(events: pd.DataFrame) -> list[Violation]:
         missing = n - g["node"].nunique()
         if missing <= 0:
             continue
-        conf = ev[(ev["event"] == "confirmed") & (ev["round"] == rnd)]
+        conf = ev[ev["event"].isin(JOINED) & (ev["round"] == rnd)]
         silent = set(conf["node"]) - set(g["node"])
         crashed = {m for m in silent
                    if ((ev["event"] == "fault_crash") & (ev["node"] == m)

@@ -146,3 +146,18 @@ def test_a_job_wide_worker_failure_restarts_everyone_in_process(fidelity):
     ws = worlds(r)
     if len(ws) > 1:                    # an interruption fell in the run (drawn): everyone restarts
         assert ws[1][2] == "in_process_restart" and ws[1][1] == ws[0][1]
+
+
+@pytest.mark.parametrize("fidelity", FIDELITIES)
+def test_a_member_lost_during_the_restart_gets_no_rank_in_the_new_world(fidelity):
+    """A second member dies 1.5 s into the restart (2.5 s): it began the restart (NVRx's
+    barrier had it) but gets no rank nor workers; the others do."""
+    first, second = sorted(first_world(run(scenario(fidelity, "in_process", []))))[:2]
+    faults = [{"kind": "crash", "node": int(first[4:]), "at": 200},
+              {"kind": "crash", "node": int(second[4:]), "at": 201.5}]
+    r = tables(scenario(fidelity, "in_process", faults, peer_crash_detection=0.3))
+    ev = r.events
+    began = set(ev.loc[(ev["round"] == 1) & (ev["event"] == "in_process_restart"), "node"])
+    for kind in ("rank_assigned", "workers_started"):
+        got = set(ev.loc[(ev["round"] == 1) & (ev["event"] == kind), "node"])
+        assert second in began and got == began - {second}, kind

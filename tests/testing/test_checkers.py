@@ -125,6 +125,16 @@ def test_a_member_without_a_rank_must_have_crashed():
     assert I.every_member_accounted(crashed_later.df) == []
 
 
+def test_a_member_lost_during_a_restart_in_place_is_accounted():
+    def world(crash: bool):
+        tr = Trace().add(0.5, "a", "in_process_restart", 1).add(0.5, "b", "in_process_restart", 1)
+        if crash:
+            tr.add(0.7, "b", "fault_crash")
+        return tr.rank(1, "a", 1, 0, 2).df
+    assert I.every_member_accounted(world(crash=True)) == []
+    assert kinds(I.every_member_accounted(world(crash=False))) == [("every_member_accounted", 1, None)]
+
+
 # --- the hrw protocol's own ---------------------------------------------------------------
 def test_ranks_follow_hrw():
     names = ["a", "b", "c", "d"]
