@@ -86,7 +86,9 @@ E = Event
 # the fields an event's `detail` may carry (none listed: it carries none)
 DETAIL: dict[Event, tuple[str, ...]] = {
     E.NODE_START: ("why",), E.RENDEZVOUS_START: ("restarts",), E.JOIN: ("slot",),
-    E.WAITING: ("slot", "waiting"), E.ROUND_CLOSED: ("count", "holes", "members"),
+    E.WAITING: ("slot", "waiting"),
+    # a round's facts (digest, master, nnodes), where a runtime records them once a round
+    E.ROUND_CLOSED: ("count", "digest", "holes", "master", "members", "nnodes"),
     E.CONFIRMED: ("cas_attempts",),
     E.RANK_ASSIGNED: ("digest", "first_rank", "latency", "master", "nnodes"),
     E.ROUND_LEFT: ("reason",), E.IN_PROCESS_RESTART: ("fault",), E.SHRINK: ("fault",),

@@ -138,15 +138,15 @@ class Cell:
         tr, r, nn = self.trace, f.round, f.nnodes
         nproc = self.job.sc.cluster.nproc_per_node
         world = nproc * nn
+        facts = {"digest": f.digest, "master": f.master, "nnodes": nn}     # once a round
         tr.record(f.t_closed, f.closer, "round_closed", r, world_size=world,
-                  detail={"members": f.listed, "count": nn, "holes": 0})
+                  detail={"members": f.listed, "count": nn, "holes": 0, **facts})
         ranks, t_rank = np.asarray(f.ranks, np.int64), np.asarray(f.t_rank, np.float64)
         hc = self.host.of(f.members)          # a HostList's own codes, else one lookup a name
         codes = self.host.traced(hc)
         tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=world,
-                       fields={"digest": f.digest, "first_rank": ranks * nproc, "nnodes": nn,
-                               "latency": t_rank - np.asarray(f.started, np.float64),
-                               "master": f.master})
+                       fields={"first_rank": ranks * nproc,
+                               "latency": t_rank - np.asarray(f.started, np.float64)}, facts=facts)
         a = self.job.sc.agent
         t_ws = float(t_rank.max()) + a.worker_start + a.worker_start_per_node * nn
         by_rank = np.argsort(ranks, kind="stable")

@@ -91,6 +91,9 @@ class After(BaseModel):
         return AnchorWatch(self)
 
 
+FACTS_ON = ("rank_assigned", "round_closed")     # a round's size: a member's, or the round's own
+
+
 class AnchorWatch:
     """Fed a run's events in time order, says when an `After` is met (both runtimes use it)."""
     EVENT = {"rendezvous_start": "rendezvous_start", "round_complete": "rank_assigned",
@@ -98,7 +101,7 @@ class AnchorWatch:
 
     def __init__(self, after: After):
         self.want, self.round, self.plus = self.EVENT[after.after], after.round, after.plus
-        self.members: dict[int, int] = {}       # round -> its member count (rank_assigned's nnodes)
+        self.members: dict[int, int] = {}       # round -> its member count (its nnodes)
         self.seen: dict[int, set] = {}          # round -> the members that did `want`
         self.met: float | None = None           # when the anchor was met (plus not added)
 
@@ -107,8 +110,8 @@ class AnchorWatch:
         if self.met is None and self.want == "rendezvous_start" and event == self.want:
             self.met = t
         if self.met is None and rnd is not None and (self.round is None or rnd == self.round):
-            if event == "rank_assigned" and rnd not in self.members and detail:
-                self.members[rnd] = int(detail.get("nnodes", 0))
+            if event in FACTS_ON and rnd not in self.members and detail and "nnodes" in detail:
+                self.members[rnd] = int(detail["nnodes"])
             if event == self.want:
                 self.seen.setdefault(rnd, set()).add(node)
             if 0 < self.members.get(rnd, 0) <= len(self.seen.get(rnd, ())):

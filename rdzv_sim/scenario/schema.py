@@ -132,6 +132,10 @@ class Outputs(Strict):
     # lean: each host's rendezvous_start and confirmed (steps no table reads) are not recorded,
     # its join, rank, workers and leaving are (docs/simulating.md)
     events: Literal["all", "lean"] = "all"   # which of each host's round events the table keeps
+    # rounds: what is the same for every member of a round the aggregate fidelity forms (its
+    # digest, master and size) is recorded once, on its round_closed row; hosts: on each
+    # member's rank_assigned row as well (docs/simulating.md)
+    trace: Literal["rounds", "hosts"] = "rounds"
 
 
 

@@ -46,11 +46,11 @@ def record(trace, t: float, rnd: int, old, old_ranks, new: list[str], plan: Plan
 
     def ranked() -> None:
         r, keep = rnd + shift - trace.round_offset, up()
+        facts = {"digest": digest(new), "master": new[0], "nnodes": nn}      # once a round
         trace.record(t_rank, new[int(np.argmax(keep))], "round_closed", r, world_size=nproc * nn,
-                     detail={"members": list(new), "count": nn, "holes": 0})
+                     detail={"members": list(new), "count": nn, "holes": 0, **facts})
         trace.record_many(t_rank, who[keep], "rank_assigned", r, ranks=ranks[keep], world_size=nproc * nn,
-                          fields={"digest": digest(new), "first_rank": ranks[keep] * nproc, "nnodes": nn,
-                                  "latency": plan.ranked, "master": new[0]})
+                          fields={"first_rank": ranks[keep] * nproc, "latency": plan.ranked}, facts=facts)
 
     def started() -> None:
         keep = up()

@@ -91,7 +91,7 @@ class Job:
             graph.add_edge("launcher", "spine0" if topo.kind == "racks" else "switch",
                            latency=topo.link_latency)
         self.net = Network(env, graph, store_host, topo.jitter, rng_net)
-        self.trace = Tracer(STEPS if sc.outputs.events == "lean" else ())
+        self.trace = Tracer(STEPS if sc.outputs.events == "lean" else (), sc.outputs.trace == "hosts")
         if st.kind == "replicated":             # the store section is the store's service model
             self.store = ReplicatedStore(env, self.net, members, st, st.commit_time,
                                          st.election_timeout, np.random.default_rng(seeds[4]), self.trace)

@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..trace.details import round_facts
 from .known import known_for
 from .parts import invariants_of
 from .recovery import RECOVERY, in_place_rounds
@@ -26,6 +27,15 @@ def _assigned(events: pd.DataFrame) -> pd.DataFrame:
     return events[events["event"] == "rank_assigned"]
 
 
+def _by_round(events: pd.DataFrame):
+    """(round, its rank_assigned rows, their details): a field a row does not carry is its
+    round's fact, recorded once on the round's round_closed row (`outputs.trace: rounds`)."""
+    facts = round_facts(events)
+    for rnd, g in _assigned(events).groupby("round"):
+        f = facts.get(int(rnd), {})
+        yield rnd, g, [{**f, **_detail(d)} for d in g["detail"]]
+
+
 # --- safety ----------------------------------------------------------------------------
 def ranks_are_a_permutation(events: pd.DataFrame) -> list[Violation]:
     """In every completed round, node ranks are distinct in 0..N-1 and worker ranks tile 0..W-1.
@@ -33,11 +43,10 @@ def ranks_are_a_permutation(events: pd.DataFrame) -> list[Violation]:
     A member that crashed before it learned its rank leaves a gap (see `every_member_accounted`).
     """
     out = []
-    for rnd, g in _assigned(events).groupby("round"):
+    for rnd, g, det in _by_round(events):
         if g["node"].duplicated().any():
             out.append(Violation("ranks_are_a_permutation", "a node was assigned twice", int(rnd)))
             continue
-        det = [_detail(d) for d in g["detail"]]
         n = max(d["nnodes"] for d in det)
         ranks = sorted(int(r) for r in g["rank"])
         if len(set(ranks)) != len(ranks) or ranks[0] < 0 or ranks[-1] >= n:
@@ -55,8 +64,7 @@ def ranks_are_a_permutation(events: pd.DataFrame) -> list[Violation]:
 def members_agree(events: pd.DataFrame) -> list[Violation]:
     """Every member of a round has the same membership, round and world size; one closure."""
     out = []
-    for rnd, g in _assigned(events).groupby("round"):
-        det = [_detail(d) for d in g["detail"]]
+    for rnd, g, det in _by_round(events):
         if len({d["digest"] for d in det}) != 1:
             out.append(Violation("members_agree", "members disagree on the membership", int(rnd)))
         if g["world_size"].nunique() != 1 or len({d["nnodes"] for d in det}) != 1:
@@ -75,8 +83,8 @@ def every_member_accounted(events: pd.DataFrame) -> list[Violation]:
     it confirmed, or after it began a restart in place into that round)."""
     out = []
     ev = events
-    for rnd, g in _assigned(ev).groupby("round"):
-        n = _detail(g["detail"].iloc[0])["nnodes"]
+    for rnd, g, det in _by_round(ev):
+        n = det[0]["nnodes"]
         missing = n - g["node"].nunique()
         if missing <= 0:
             continue
@@ -94,8 +102,8 @@ def every_member_accounted(events: pd.DataFrame) -> list[Violation]:
 
 def size_within_bounds(events: pd.DataFrame, min_nodes: int, max_nodes: int) -> list[Violation]:
     out = []
-    for rnd, g in _assigned(events).groupby("round"):
-        n = _detail(g["detail"].iloc[0])["nnodes"]
+    for rnd, g, det in _by_round(events):
+        n = det[0]["nnodes"]
         if not min_nodes <= n <= max_nodes:
             out.append(Violation("size_within_bounds",
                                  f"{n} members, outside [{min_nodes}, {max_nodes}]", int(rnd)))
@@ -140,8 +148,8 @@ def confirmed_before_ranks(events: pd.DataFrame) -> list[Violation]:
     such barrier: a participant returns as soon as it sees the round complete.)"""
     out = []
     conf = events[events["event"] == "confirmed"]
-    for rnd, g in _assigned(events).groupby("round"):
-        n = _detail(g["detail"].iloc[0])["nnodes"]
+    for rnd, g, det in _by_round(events):
+        n = det[0]["nnodes"]
         first = g.index.min()                           # row order is event order
         before = conf[(conf["round"] == rnd) & (conf.index < first)]["node"].nunique()
         if before < n:
@@ -179,17 +187,17 @@ def ranks_are_stable(events: pd.DataFrame) -> list[Violation]:
     learned its rank, a requeue, an unreadable published order) the next round is not judged."""
     out, prev = [], None
     ev = events[events["event"].isin(("round_closed", "job_requeued", "bad_value"))]
-    assigned = {int(r): g for r, g in _assigned(events).groupby("round")}
+    assigned = {int(r): (g, det) for r, g, det in _by_round(events)}
     for kind, rnd, detail in zip(ev["event"], ev["round"], ev["detail"]):
         if kind != "round_closed":
             if kind == "job_requeued" or _detail(detail).get("key") == "order":
                 prev = None
             continue
-        g = assigned.get(int(rnd))
+        g, det = assigned.get(int(rnd), (None, None))
         if g is None:
             prev = None
             continue
-        n = _detail(g["detail"].iloc[0])["nnodes"]
+        n = det[0]["nnodes"]
         ranks = dict(zip(g["node"], g["rank"].astype(int)))
         if prev is not None:
             moved = [m for m, r in ranks.items() if m in prev and prev[m] < n and prev[m] != r]

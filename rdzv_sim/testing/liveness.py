@@ -43,7 +43,7 @@ def quiet_time(scenario, events: pd.DataFrame | None = None) -> float:
 
 def anchor_time(anchor, events: pd.DataFrame) -> float | None:
     """When a run's events met `anchor` (rdzv_sim.scenario.faults.After), or None."""
-    ev = events[events["event"].isin(("rank_assigned", anchor.watch().want))]
+    ev = events[events["event"].isin(("rank_assigned", "round_closed", anchor.watch().want))]
     return met_at(anchor, ((r.t, r.node, r.event, r.round, json.loads(r.detail) if r.detail else None)
                            for r in ev.itertuples(index=False)))
 

@@ -48,10 +48,40 @@ def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...]) 
 
 
 RANK_FIELDS = ("digest", "nnodes", "latency")     # what the tables read of rank_assigned
+FACTS = ("digest", "master", "nnodes")            # a round's, the same for all its members
+
+
+def round_facts(events: pd.DataFrame) -> dict[int, dict]:
+    """round -> its facts, where a runtime recorded them once, on the round's round_closed row
+    (`outputs.trace: rounds`)."""
+    closed = events[events["event"] == "round_closed"]
+    out = {}
+    for rnd, d in zip(closed["round"], closed["detail"]):
+        facts = {k: v for k, v in (json.loads(d) if d else {}).items() if k in FACTS}
+        if facts and not pd.isna(rnd):
+            out[int(rnd)] = facts
+    return out
+
+
+def with_round_facts(events: pd.DataFrame, rows: pd.DataFrame, details: list[dict]) -> list[dict]:
+    """rank_assigned `details` (of `rows`) with their round's facts where a row has none of its
+    own: a host's own record wins (each real host states what it was told)."""
+    facts = round_facts(events)
+    return [{**facts.get(int(r), {}), **d} for r, d in zip(rows["round"], details)]
 
 
 def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The fields of every rank_assigned event's detail the tables read, parsed once."""
-    return parse_details(events["detail"], (events["event"] == "rank_assigned").to_numpy(),
-                         RANK_FIELDS)
+    """The fields of every rank_assigned event's detail the tables read, parsed once; a field
+    a row does not carry is its round's fact (`round_facts`)."""
+    mask = (events["event"] == "rank_assigned").to_numpy()
+    out = parse_details(events["detail"], mask, RANK_FIELDS)
+    missing = np.asarray(pd.isna(out["nnodes"]), bool)
+    if missing.any():
+        facts = pd.DataFrame.from_dict(round_facts(events), orient="index")
+        rounds = pd.Series(events.loc[mask, "round"].to_numpy()[missing])
+        for f in ("digest", "nnodes"):
+            col = out[f].astype(object)
+            col[missing] = rounds.map(facts[f]).to_numpy(dtype=object) if f in facts else None
+            out[f] = col
+    return out
 

@@ -81,9 +81,11 @@ class Tracer:
     a round at a time) stay numpy and Arrow blocks: a frontier run records ~10^7 events, and a
     Python object or string per row would cost more than the whole simulation."""
 
-    def __init__(self, leave_out=frozenset()):
+    def __init__(self, leave_out=frozenset(), facts_on_hosts: bool = False):
         self._new_rows()
         self.leave_out = frozenset(leave_out)     # event kinds not kept (listeners see them)
+        # a round's facts (`record_many`'s `facts`) on each host's row too (outputs.trace: hosts)
+        self.facts_on_hosts = facts_on_hosts
         self.blocks: list[_Block] = []
         self.names: list[str] = []
         self.kinds: list[str] = []
@@ -169,11 +171,15 @@ class Tracer:
             return np.array([self._ix(known, self.names, x) for x in nodes], np.int32)
 
     def record_many(self, t, nodes, event, rnd=None, ranks=None, world_size=None, details=None,
-                    fields=None):
+                    fields=None, facts=None):
         """One event for many nodes at once. `nodes`: names, or their `codes`; `t`: one time or
         one a node; `details`: JSON strings, already encoded, or `fields`: the details as
-        columns (`render_details`)."""
+        columns (`render_details`); `facts`: fields the same for all, recorded once on the
+        round's round_closed row by the caller, and here only with `facts_on_hosts`."""
         n = len(nodes)
+        every = fields if facts is None else {**fields, **facts}
+        if self.facts_on_hosts:
+            fields = every
         ev = self._event(event)
         if fields is not None and not fields.keys() <= self.fields[ev]:
             check_detail(self.kinds[ev], fields)
@@ -189,7 +195,7 @@ class Tracer:
         if fields is not None:
             detail = _render(n, fields)
             if event == RANK:
-                ranked = {f: _values(fields.get(f), n) for f in RANK_FIELDS}
+                ranked = {f: _values(every.get(f), n) for f in RANK_FIELDS}
         elif details is not None:
             detail = pa.array(details, pa.large_string())
         else:
