@@ -55,12 +55,15 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     from .placement import rank_changes, ranked_by_round, shard_moves
     from .trace import (events_table, rank_details, rounds_table, stamp, store_load_table,
                         summary_table)
+    from .trace.memory import give_back
     sc = scenario
     events = events_table(rows, sc.name, sc.seed)
+    give_back()                                      # the trace's pages, freed block by block
     # once: the rounds and the summary read it (a simulated run's tracer kept it as values)
     det = getattr(rows, "rank_fields", None)
     det = rank_details(events) if det is None else det
     rounds = rounds_table(events, round_ops, det)
+    give_back()
     ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it
     lines = sc.protocol.round_lines(sc, rounds["round"].to_numpy())
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,

@@ -46,33 +46,28 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
     """One row per completed round: when, who, how fast, how much store traffic. `det`: the
     events' `rank_details`, when the caller has them already."""
     mask = (events["event"] == "rank_assigned").to_numpy()
-    ra = events.loc[mask, ["t", "node", "round", "rank", "world_size"]]
     det = rank_details(events) if det is None else det
-    ra = ra.assign(_digest=det["digest"], _nn=det["nnodes"])
     # a round starts at its first member's join: each member's latest join before its rank
     # (a join's own round label is the round the node saw when it joined, which for c10d's
-    # wait list is the round before the one it ends up in)
-    rows = []
-    if len(ra):
-        # an in-place recovery (no store round) starts its round as a join does
-        joins = events.loc[events["event"].isin(JOINS), ["t", "node"]].astype({"t": float})
-        ra = pd.merge_asof(ra.astype({"t": float}).reset_index().sort_values("t"),
-                           joins.assign(_joined=joins["t"]).sort_values("t"),
-                           on="t", by="node", direction="backward").set_index("index").sort_index()
+    # wait list is the round before the one it ends up in); an in-place recovery (no store
+    # round) starts its round as a join does
+    at = np.flatnonzero(mask)                                 # the rank rows, in event order
+    t_all = events["t"].to_numpy(dtype=float)
+    node_all, labels = label_codes(events["node"])
+    joined = _latest_join(t_all, node_all, mask, events["event"].isin(JOINS).to_numpy())
     # one slice of numpy arrays a round (a frontier round has 10^4 members: no frame a group)
-    rnd_all = ra["round"].to_numpy(dtype=np.int64) if len(ra) else np.zeros(0, np.int64)
+    rnd_all = events["round"].iloc[at].to_numpy(dtype=np.int64, na_value=-1)
     order = np.argsort(rnd_all, kind="stable")               # by round, in event order within
     rnd_all = rnd_all[order]
-    t = ra["t"].to_numpy(dtype=float)[order]
-    joined = (ra["_joined"].to_numpy(dtype=float, na_value=np.nan)[order] if "_joined" in ra
-              else np.full(len(t), np.nan))
-    codes, labels = label_codes(ra["node"])
-    codes = codes[order]
+    t = t_all[at][order]
+    joined = joined[order]
+    codes = node_all[at][order]
     names_sorted = pd.Index(labels).is_monotonic_increasing
-    rank = ra["rank"].to_numpy(dtype=np.int64)[order] if len(ra) else np.zeros(0, np.int64)
-    ws = ra["world_size"].to_numpy(dtype=float, na_value=np.nan)[order]
-    digest = np.asarray(ra["_digest"].to_numpy(), dtype=object)[order]
-    nn = np.asarray(ra["_nn"].to_numpy())[order]
+    rank = events["rank"].iloc[at].to_numpy(dtype=np.int64, na_value=-1)[order]
+    ws = events["world_size"].iloc[at].to_numpy(dtype=float, na_value=np.nan)[order]
+    digest = np.asarray(det["digest"], dtype=object)[order]
+    nn = np.asarray(det["nnodes"])[order]
+    rows = []
     for s, e in runs(rnd_all):
         rnd, n = int(rnd_all[s]), e - s
         j = joined[s:e]
@@ -103,6 +98,28 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
     cols = ["round", "start", "end", "latency", "nnodes", "world_size", "members", "consistent",
             "store_ops", "store_bytes"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def _latest_join(t: np.ndarray, node: np.ndarray, rank: np.ndarray, join: np.ndarray) -> np.ndarray:
+    """For each rank row (mask `rank`, in row order): the time of its node's latest join row
+    (mask `join`) at or before it, NaN if none (pandas' merge_asof, backward, by node, in
+    numpy: a frontier week has millions of each)."""
+    rows = np.flatnonzero(rank | join)
+    if len(t) < 2 ** 31:
+        rows = rows.astype(np.int32)                        # millions of them: half the bytes
+    is_rank = rank[rows]
+    # by node, then time, a join before a rank at the same time (merge_asof counts it)
+    by = np.lexsort((is_rank, t[rows], node[rows]))
+    rows, is_rank = rows[by], is_rank[by]
+    del by
+    last = np.where(~is_rank, np.arange(len(rows), dtype=rows.dtype), -1)
+    np.maximum.accumulate(last, out=last)                      # the latest join so far
+    src = rows[np.maximum(last, 0)]
+    got = t[src]
+    got[(last < 0) | (node[src] != node[rows])] = np.nan       # no join of its own node before it
+    out = np.empty(int(rank.sum()), float)
+    out[np.searchsorted(np.flatnonzero(rank), rows[is_rank])] = got[is_rank]
+    return out
 
 
 @dataclass

@@ -12,6 +12,7 @@ import pyarrow as pa
 from ..events import check, check_detail, fields as event_fields
 from .columns import NA, labels_of, nullable_int32
 from .details import RANK_FIELDS
+from .memory import give_back
 
 RANK = "rank_assigned"
 
@@ -272,9 +273,16 @@ class Tracer:
             values, missing = self._ints(blocks, sizes, attr)
             return nullable_int32(pick(values), pick(missing))
 
-        cols = {"t": t, "node": labels("node", self.names), "event": labels("event", self.kinds),
-                "round": ints("round"), "rank": ints("rank"), "world_size": ints("world_size")}
+        cols = {"t": t}
+        give_back()                   # each column's blocks freed: their pages back before the next
+        cols["node"] = labels("node", self.names)
+        cols["event"] = labels("event", self.kinds)
+        give_back()
+        for c in ("round", "rank", "world_size"):
+            cols[c] = ints(c)
+            give_back()
         cols["detail"] = _strings(self._details(blocks, sizes, order))
+        give_back()
         return cols
 
     @staticmethod
