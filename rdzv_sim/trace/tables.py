@@ -108,8 +108,18 @@ def _latest_join(t: np.ndarray, node: np.ndarray, rank: np.ndarray, join: np.nda
     if len(t) < 2 ** 31:
         rows = rows.astype(np.int32)                        # millions of them: half the bytes
     is_rank = rank[rows]
-    # by node, then time, a join before a rank at the same time (merge_asof counts it)
-    by = np.lexsort((is_rank, t[rows], node[rows]))
+    # by node, then time, a join before a rank at the same time (merge_asof counts it): the
+    # table is in time order, so two stable sorts on small keys, not a lexsort of three
+    tr = t[rows]
+    if len(tr) > 1 and (tr[1:] >= tr[:-1]).all():
+        ties = np.zeros(len(tr), np.int64)
+        np.cumsum(tr[1:] != tr[:-1], out=ties[1:])
+        by = np.argsort(ties * 2 + is_rank, kind="stable")
+        rows, is_rank = rows[by], is_rank[by]
+        by = np.argsort(node[rows], kind="stable")
+    else:
+        by = np.lexsort((is_rank, tr, node[rows]))
+    del tr
     rows, is_rank = rows[by], is_rank[by]
     del by
     last = np.where(~is_rank, np.arange(len(rows), dtype=rows.dtype), -1)
@@ -117,8 +127,9 @@ def _latest_join(t: np.ndarray, node: np.ndarray, rank: np.ndarray, join: np.nda
     src = rows[np.maximum(last, 0)]
     got = t[src]
     got[(last < 0) | (node[src] != node[rows])] = np.nan       # no join of its own node before it
+    ordinal = np.cumsum(rank, dtype=np.int64 if len(t) >= 2 ** 31 else np.int32) - 1   # a rank row's place
     out = np.empty(int(rank.sum()), float)
-    out[np.searchsorted(np.flatnonzero(rank), rows[is_rank])] = got[is_rank]
+    out[ordinal[rows[is_rank]]] = got[is_rank]
     return out
 
 
