@@ -4,6 +4,7 @@ from __future__ import annotations
 from .result import RunResult, build
 from .scenario.load import load
 from .sim.simulation import Simulation
+from .trace.memory import give_back
 
 
 def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunResult:
@@ -17,4 +18,5 @@ def run(scenario, overrides=(), seed: int | None = None, progress=None) -> RunRe
     stats = sim.run(progress)
     trace, (by_round, by_bin, bin_s) = sim.trace, sim.store_work()
     del sim                                  # its world is done with: only the trace is kept
+    give_back()
     return build(sc, trace, stats, by_round, by_bin, bin_s)

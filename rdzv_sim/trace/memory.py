@@ -2,7 +2,9 @@
 
 A run's trace is freed block by block (a round's rows at a time, each under glibc's mmap
 threshold) while the events table is built in large new arrays: glibc keeps the freed heap
-pages, so the process holds both. `malloc_trim` returns them (glibc only; elsewhere a no-op).
+pages, and Arrow's allocator (mimalloc) the pages of the details it combined and put in time
+order, so the process holds both. `malloc_trim` (glibc only; elsewhere a no-op) and Arrow's
+`release_unused` return them.
 """
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ def _trim():
 
 
 def give_back() -> None:
-    """Return the heap's free pages to the system (glibc's malloc_trim(0))."""
+    """Return the free pages of the heap and of Arrow's pool to the system."""
+    import pyarrow as pa
+    pa.default_memory_pool().release_unused()
     trim = _trim()
     if trim is not None:
         trim(0)

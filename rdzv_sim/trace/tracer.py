@@ -273,16 +273,16 @@ class Tracer:
             values, missing = self._ints(blocks, sizes, attr)
             return nullable_int32(pick(values), pick(missing))
 
-        cols = {"t": t}
-        give_back()                   # each column's blocks freed: their pages back before the next
-        cols["node"] = labels("node", self.names)
-        cols["event"] = labels("event", self.kinds)
+        # the details first (their sort holds two copies: the fewer other columns then, the
+        # better), then the narrow ones, each block's part freed and its pages given back
+        detail = _strings(self._details(blocks, sizes, order))
+        give_back()
+        cols = {"t": t, "node": labels("node", self.names), "event": labels("event", self.kinds)}
         give_back()
         for c in ("round", "rank", "world_size"):
             cols[c] = ints(c)
             give_back()
-        cols["detail"] = _strings(self._details(blocks, sizes, order))
-        give_back()
+        cols["detail"] = detail
         return cols
 
     @staticmethod
@@ -338,6 +338,7 @@ class Tracer:
         table = pa.chunked_array(pieces, pa.large_string())
         del pieces
         table = table.combine_chunks()
+        give_back()                           # the pieces' pages, before the rows are put in order
         if order is None and n == len(at):      # in order already, no detail shared
             return table
         return table.take(pa.array(at if order is None else at[order]))
