@@ -6,11 +6,57 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..trace import as_objects, runs
+from ..trace import label_codes, runs
 
 # events that end a member's training: it left the round, crashed, paused or its agent exited
 STOPS = ("round_left", "fault_crash", "agent_exit", "fault_pause")
 COLUMNS = ["round", "t0", "t1", "hosts", "members", "end", "reason", "crashed"]
+
+
+def _next_stop(node: np.ndarray, t0: np.ndarray, stop_node: np.ndarray, stop_t: np.ndarray) -> np.ndarray:
+    """For each (node, t0): the index of its node's first stop at or after t0, -1 if none
+    (pandas' merge_asof, forward, by node; stops in event order, the first of a tie wins): the
+    stops keyed by (node, time) as one integer, the starts looked up in sorted order (numpy's
+    binary search is fast when what it looks for is sorted)."""
+    out = np.full(len(node), -1, np.int64)
+    if not len(stop_t):
+        return out
+    ordered = len(stop_t) < 2 or bool((stop_t[1:] >= stop_t[:-1]).all())
+    times = stop_t[np.r_[True, stop_t[1:] != stop_t[:-1]]] if ordered else np.unique(stop_t)
+    width = len(times) + 1
+    if ordered:
+        by = np.argsort(stop_node, kind="stable")                  # in time order within a node
+        tix = np.searchsorted(times, stop_t)[by]
+    else:
+        by = np.lexsort((stop_t, stop_node))
+        tix = np.searchsorted(times, stop_t[by])
+    keys = stop_node[by].astype(np.int64)
+    keys *= width
+    keys += tix
+    del tix
+    first = np.argsort(t0, kind="stable")
+    want = np.searchsorted(times, t0[first]).astype(np.int64)      # each start's first time >= t0
+    want += node[first].astype(np.int64) * width
+    order = np.argsort(want, kind="stable")
+    at = np.empty(len(want), np.int64)
+    at[order] = np.searchsorted(keys, want[order], side="left")
+    del order, want, keys
+    ok = at < len(by)
+    ok[ok] = stop_node[by[at[ok]]] == node[first[ok]]
+    out[first[ok]] = by[at[ok]]
+    return out
+
+
+def _round_max(rnd: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Each row's round's largest `t` (a groupby's transform("max"), without its frames)."""
+    if len(rnd) and rnd.min() >= 0:                  # round numbers: an array a round, no sort
+        top = np.full(int(rnd.max()) + 1, -np.inf)
+        np.maximum.at(top, rnd, t)
+        return top[rnd]
+    u, inv = np.unique(rnd, return_inverse=True)
+    top = np.full(len(u), -np.inf)
+    np.maximum.at(top, inv, t)
+    return top[inv]
 
 
 def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
@@ -22,29 +68,35 @@ def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
     One as-of join of (member, round start) against each node's next stop event, so the cost
     follows the number of events, not rounds x events."""
     ev = events
-    started = ev.loc[ev["event"] == "workers_started", ["t", "node", "round", "rank"]]
-    if started.empty:
+    is_start = (ev["event"] == "workers_started").to_numpy()
+    if not is_start.any():
         return pd.DataFrame(columns=COLUMNS)
-    t0 = started.groupby("round")["t"].transform("max")
-    pairs = pd.DataFrame({"node": started["node"].array, "round": started["round"].to_numpy(),
-                          "rank": started["rank"].to_numpy(), "t0": t0.to_numpy()})
-    pairs = pairs.sort_values("t0", kind="stable")
+    node_all, labels = label_codes(ev["node"])
+    ev_codes, kinds = label_codes(ev["event"])
+    at = np.flatnonzero(is_start)
+    del is_start
+    rnd = ev["round"].iloc[at].to_numpy(dtype=np.int64, na_value=-1)
+    rank = ev["rank"].iloc[at].to_numpy(dtype=np.int32, na_value=-1)
+    t_all = ev["t"].to_numpy(dtype=float)
+    t0s = _round_max(rnd, t_all[at])               # the round trains once its last member does
+    who = node_all[at]
+    del at
     # the stops' details stay in the events table (a long run has millions): each row's
     # position is carried, and only the few that end a round are read
-    is_stop = ev["event"].isin(STOPS).to_numpy()
-    stops = ev.loc[is_stop, ["t", "node", "event"]]
-    stops = stops.rename(columns={"t": "stop", "event": "stop_event"})
-    stops = stops.assign(key=stops["stop"], row=np.flatnonzero(is_stop)).sort_values("stop", kind="stable")
-    m = pd.merge_asof(pairs, stops, left_on="t0", right_on="key", by="node", direction="forward",
-                      allow_exact_matches=True)
+    row_all = np.flatnonzero(np.isin(ev_codes, [i for i, k in enumerate(kinds) if k in STOPS]))
+    row = _next_stop(who, t0s, node_all[row_all], t_all[row_all])
+    if len(row_all):
+        found = row >= 0
+        row[found] = row_all[row[found]]
+    del row_all
     # each round's members in rank order, then one pass of numpy per round (no groupby frames)
-    m = m.sort_values(["round", "rank"], kind="stable")
-    rnd = m["round"].to_numpy(dtype=np.int64)
-    t0s = m["t0"].to_numpy(dtype=float)
-    stop = m["stop"].to_numpy(dtype=float, na_value=np.nan)
-    nodes = as_objects(m["node"])
-    what = as_objects(m["stop_event"])
-    row = m["row"].to_numpy(dtype=float, na_value=np.nan)
+    by = np.lexsort((rank, rnd))
+    rnd, t0s, row, who = rnd[by], t0s[by], row[by], who[by]
+    found = row >= 0
+    stop = np.where(found, ev["t"].to_numpy(dtype=float)[np.maximum(row, 0)], np.nan)
+    nodes = labels[who]
+    what = np.where(found, kinds[ev_codes[np.maximum(row, 0)]], None)
+    row = np.where(found, row, np.nan)
     details = ev["detail"]
     rows = []
     for s, e in runs(rnd):
