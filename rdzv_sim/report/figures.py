@@ -39,13 +39,16 @@ def host_spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataF
     agent's exit; its workers run from `workers_started` to the next `round_left`, crash or exit
     (a second start before a stop replaces the first). What is still open ends at `end`. One
     numpy pass over the hosts' events sorted by host, whatever their number."""
-    ev = events.loc[events["event"].isin(SPAN_EVENTS).to_numpy(), ["t", "node", "event", "round"]]
-    codes, names = label_codes(ev["node"])
-    ev_codes, ev_names = label_codes(ev["event"])
+    codes, names = label_codes(events["node"])           # the table's own codes: no copy of rows
+    ev_codes, ev_names = label_codes(events["event"])
     kind = np.array([_KIND.get(e, -1) for e in ev_names], dtype=np.int8)[ev_codes]
-    t = ev["t"].to_numpy(dtype=float)
-    rnd = ev["round"].array                              # as objects only where read
+    pos = np.flatnonzero(kind >= 0)                      # the hosts' span events
+    codes, kind = codes[pos], kind[pos]
+    t = events["t"].to_numpy(dtype=float)[pos]
+    rnd = events["round"].array[pos]
     order = np.argsort(codes, kind="stable")             # by host, in event order within one
+    if len(order) < 2 ** 31:
+        order = order.astype(np.int32)                   # millions: half the bytes of each pick
 
     def neighbours(sel):
         n_, k_ = codes[sel], kind[sel]
@@ -60,21 +63,22 @@ def host_spans(events: pd.DataFrame, end: float) -> tuple[pd.DataFrame, pd.DataF
     closed = next_same[first] & (k_[nxt] >= 2)
     keep = closed | ~next_same[first]
     i0 = sel[first[keep]]
-    run = pd.DataFrame({"node": names[codes[i0]], "t0": t[i0],
+    run = pd.DataFrame({"node": pd.Categorical.from_codes(codes[i0], names), "t0": t[i0],
                         "t1": np.where(closed[keep], t[sel[nxt[keep]]], end),
-                        "round": rnd[i0].to_numpy(dtype=object)})
+                        "round": rnd[i0]})
+    del sel, k_, next_same, first, nxt, closed, keep, i0, rnd
     # up: a node_start opens unless its host is up (the row before it is a node_start);
     # a crash or exit closes a host that is up, at the span its first node_start opened
     sel = order[kind[order] != 1]
     sel = sel[kind[sel] != 2]
     k_, next_same, prev_same = neighbours(sel)
-    idx = np.arange(len(sel))
+    idx = np.arange(len(sel), dtype=sel.dtype)
     prev_start = prev_same & (np.r_[-1, k_[:-1]] == 0)
     opener = np.maximum.accumulate(np.where((k_ == 0) & ~prev_start, idx, -1)) if len(sel) else idx
     shut = np.flatnonzero((k_ == 3) & prev_start)
     still = np.flatnonzero(~next_same & (k_ == 0))
     o = np.concatenate([opener[shut], opener[still]])
-    up = pd.DataFrame({"node": names[codes[sel[o]]], "t0": t[sel[o]],
+    up = pd.DataFrame({"node": pd.Categorical.from_codes(codes[sel[o]], names), "t0": t[sel[o]],
                        "t1": np.concatenate([t[sel[shut]], np.full(len(still), float(end))])})
     return up, run
 
