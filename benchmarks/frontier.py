@@ -195,8 +195,7 @@ def report(out: dict) -> str:
                  + (f". The same events took {was['simulate_s']:.0f} s at "
                     f"{out['before'].get('commit', '?')} ({rate / (was['sim_events'] / was['simulate_s']):.2f}"
                     " of that rate today)" if same else "")
-                 + (f"; {out['against']} beside it, same run: {total(vs) / total(crash):.2f}x, so "
-                    "what moved is the machine (a busy host: this VM reported steal time), not the code"
+                 + (f"; {out['against']} beside it, same run: {total(vs) / total(crash):.2f}x its time"
                     if same and vs.get("simulate_s") else "") + ".")
     day32 = by.get("hrw 32,768 x 1 d")
     if day32:
