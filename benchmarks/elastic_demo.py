@@ -250,7 +250,7 @@ class FailoverDemo(Demo):
         super().__init__(backend, workdir, **kw)
 
     def start_store(self) -> None:
-        from real_backend.launcher import free_port
+        from real_backend.ports import free_port
         self.port = free_port(ADDRS[0])           # A listens there once it starts
 
     def endpoint(self, name: str) -> str:

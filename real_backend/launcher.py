@@ -25,6 +25,7 @@ from rdzv_sim.scenario.faults import met_at
 from rdzv_sim.scenario.timeline import late_starts, timeline
 
 from . import node as node_mod
+from .ports import free_port
 from .process_tree import signal_now
 from .proxy import FaultProxy
 from .runtime import missing_ops
@@ -363,14 +364,6 @@ def refuse(sc) -> None:
     if missing and not spec.caps.torch_counterpart:
         raise ValueError(f"protocol {spec.name!r} needs {', '.join(missing)}, which the real "
                          "runtime does not give; run it in the simulator only")
-
-
-def free_port(addr: str) -> int:
-    """A TCP port free on `addr` now (the standard bind-to-0 way; racy, as torch's own is)."""
-    import socket
-    with socket.socket() as s:
-        s.bind((addr, 0))
-        return s.getsockname()[1]
 
 
 def run_real(scenario, workdir=None, store_port: int | None = None,

@@ -45,7 +45,7 @@ from rdzv_sim.protocols.base import NodeInfo
 from rdzv_sim.reasons import STORE_LOSS, ExitReason, Reason
 
 from . import identity
-from .launcher import free_port
+from .ports import free_port
 from .runtime import RealRuntime
 from .torchrun_conf import parse
 

@@ -14,12 +14,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from ..ports import free_ports
 
 
 class EtcdUnavailable(RuntimeError):
@@ -41,17 +42,6 @@ def available() -> str | None:
     return None
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 class EtcdCluster:
     def __init__(self, members: int = 3, *, election_timeout_ms: int = 1000,
                  heartbeat_ms: int = 100, enable_v2: bool = False, workdir: str | None = None):
@@ -62,7 +52,7 @@ class EtcdCluster:
         self.n, self.election_ms, self.heartbeat_ms, self.enable_v2 = members, election_timeout_ms, heartbeat_ms, enable_v2
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="rdzv-etcd-"))
         self.dir.mkdir(parents=True, exist_ok=True)
-        ports = _free_ports(2 * members)
+        ports = free_ports(2 * members)
         self.client_ports, self.peer_ports = ports[:members], ports[members:]
         self.names = [f"m{i}" for i in range(members)]
         self.procs: dict[str, subprocess.Popen] = {}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..ports import free_ports
 from .worker import FAULTS
 
 
@@ -35,14 +35,6 @@ class Restart:
         return self.trained
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def run_inprocess(workdir: Path, fault: str, ranks: int = 4, *, fail_step: int = 20, steps: int = 40,
                   pg_timeout: float = 3.0, timeouts: dict | None = None, deadline: float = 240.0) -> Restart:
     """Start `ranks` processes under NVRx's Wrapper on gloo; the last rank fails as `fault`
@@ -53,10 +45,11 @@ def run_inprocess(workdir: Path, fault: str, ranks: int = 4, *, fail_step: int =
     workdir.mkdir(parents=True, exist_ok=True)
     for f in workdir.glob("rank*.jsonl"):
         f.unlink()
-    port = _free_port()
+    port, base_port = free_ports(2)          # NVRx's store, and the one the ranks' groups use
     settings = {"pg_timeout": pg_timeout, **(timeouts or {})}
     env = dict(os.environ, WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-               LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", PG_TIMEOUT=str(pg_timeout),
+               BASE_PORT=str(base_port), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+               PG_TIMEOUT=str(pg_timeout),
                **{k.upper(): str(v) for k, v in (timeouts or {}).items()})
     procs = []
     for r in range(ranks):
@@ -66,11 +59,20 @@ def run_inprocess(workdir: Path, fault: str, ranks: int = 4, *, fail_step: int =
                                       stdout=open(workdir / f"out{r}.log", "w"), stderr=subprocess.STDOUT))
     end = time.monotonic() + deadline
     error = ""
-    for p in procs[:-1]:                       # the survivors finish; the failing rank may not
-        try:
-            p.wait(timeout=max(1.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
+    survivors = procs[:-1]                     # the survivors finish; the failing rank may not
+    while any(p.poll() is None for p in survivors):
+        broken = [r for r, p in enumerate(survivors) if p.poll() not in (None, 0)]
+        if broken:                             # a survivor that fails ends the wait at once
+            last = (workdir / f"out{broken[0]}.log").read_text().strip().splitlines()[-1:]
+            error = f"rank {broken[0]} exited with {survivors[broken[0]].returncode}: {' '.join(last)[:200]}"
+            break
+        if time.monotonic() > end:
             error = "a survivor did not finish before the deadline"
+            break
+        try:
+            survivors[[p.poll() for p in survivors].index(None)].wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
     for p in procs:
         if p.poll() is None:
             try:

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> None:
     timeouts = {k: datetime.timedelta(seconds=float(os.environ[k.upper()]))
                 for k in ("soft_timeout", "hard_timeout", "heartbeat_timeout") if k.upper() in os.environ}
     pg_timeout = datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "30")))
-    base = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]) + 1, None, first == 0,
+    base = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["BASE_PORT"]), None, first == 0,
                          timeout=datetime.timedelta(seconds=300), wait_for_workers=False)
 
     @inprocess.Wrapper(abort=GlooAbort(), **timeouts)

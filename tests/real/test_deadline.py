@@ -54,7 +54,7 @@ def test_a_store_nobody_listens_on_is_lost_not_slow():
     """torch's client retries a refused connection until its timeout and then says it timed
     out; the runtime asks the port itself, so a dead store is StoreError (the agent exits:
     store_lost) and not a timeout it would retry for minutes."""
-    from real_backend.launcher import free_port
+    from real_backend.ports import free_port
     port = free_port("127.0.0.1")                      # nobody listens there
     rt = RealRuntime("127.0.0.1", port, lambda *a: None, op_timeout=1.0)
     with pytest.raises(O.StoreError, match="refuses connections|cannot connect"):
