@@ -20,10 +20,10 @@ import time
 from datetime import timedelta
 
 
-def _rank(i: int, n: int, port: int, q) -> None:
+def _rank(i: int, n: int, ports: list, q) -> None:
     import torch
     import torch.distributed as dist
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(ports[0]))
     out = {"rank": i}
     try:
         torch.cuda.set_device(i)
@@ -45,7 +45,7 @@ def _rank(i: int, n: int, port: int, q) -> None:
         else:
             time.sleep(3.0)
         dist.destroy_process_group()
-        os.environ["MASTER_PORT"] = str(port + 1)      # (2) a fresh group, shrunk
+        os.environ["MASTER_PORT"] = str(ports[1])      # (2) a fresh group, shrunk
         dist.init_process_group("nccl", rank=i, world_size=n, timeout=timedelta(seconds=60),
                                 device_id=torch.device("cuda", i))
         dist.all_reduce(torch.ones(1, device="cuda"))
@@ -64,9 +64,9 @@ def _rank(i: int, n: int, port: int, q) -> None:
     q.put(out)
 
 
-def _gloo_rank(i: int, port: int, q) -> None:
+def _gloo_rank(i: int, ports: list, q) -> None:
     import torch.distributed as dist
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(ports[0]))
     dist.init_process_group("gloo", rank=i, world_size=2, timeout=timedelta(seconds=30))
     if i == 0:
         try:
@@ -78,15 +78,13 @@ def _gloo_rank(i: int, port: int, q) -> None:
 
 
 def _spawn(target, n: int, *args):
-    """`n` spawned ranks running target(i, *args, port, queue) on a free port: (processes, queue)."""
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    """`n` spawned ranks running target(i, *args, ports, queue) with two free ports (a group,
+    and the fresh one after it): (processes, queue)."""
+    from real_backend.ports import free_ports
+    ports = free_ports(2)
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=target, args=(i, *args, port, q)) for i in range(n)]
+    procs = [ctx.Process(target=target, args=(i, *args, ports, q)) for i in range(n)]
     for p in procs:
         p.start()
     return procs, q
