@@ -64,6 +64,43 @@ def distinct(codes: np.ndarray, size: int) -> np.ndarray:
     return np.flatnonzero(mark)
 
 
+def asof_by(node: np.ndarray, t: np.ndarray, key_node: np.ndarray, key_t: np.ndarray,
+            forward: bool) -> np.ndarray:
+    """For each (node, t): the index into the keys of its node's first key at or after t
+    (`forward`) or its last at or before t, -1 if none: pandas' merge_asof by node with exact
+    matches (keys tied in time: the first forward, the last backward, in key order), in numpy
+    for millions of rows: the keys as one integer (node, time), one binary search of the
+    queries in sorted order (fast where what it looks for is sorted)."""
+    out = np.full(len(node), -1, np.int64)
+    if not len(key_t) or not len(node):
+        return out
+    ordered = len(key_t) < 2 or bool((key_t[1:] >= key_t[:-1]).all())     # a table's time order
+    times = key_t[np.r_[True, key_t[1:] != key_t[:-1]]] if ordered else np.unique(key_t)
+    width = len(times) + 1
+    if ordered:
+        by = np.argsort(key_node, kind="stable")                    # in time order within a node
+        tix = np.searchsorted(times, key_t)[by]
+    else:
+        by = np.lexsort((key_t, key_node))
+        tix = np.searchsorted(times, key_t[by])
+    keys = key_node[by].astype(np.int64)
+    keys *= width
+    keys += tix
+    del tix
+    first = np.argsort(t, kind="stable")
+    side = "left" if forward else "right"
+    want = np.searchsorted(times, t[first], side=side).astype(np.int64) - (0 if forward else 1)
+    want += node[first].astype(np.int64) * width           # its first time >= t, or last <= t
+    order = np.argsort(want, kind="stable")
+    at = np.empty(len(want), np.int64)
+    at[order] = np.searchsorted(keys, want[order], side=side) - (0 if forward else 1)
+    del order, want, keys
+    ok = (at >= 0) & (at < len(by))
+    ok[ok] = key_node[by[at[ok]]] == node[first[ok]]
+    out[first[ok]] = by[at[ok]]
+    return out
+
+
 def runs(keys: np.ndarray) -> list[tuple[int, int]]:
     """(start, end) of each run of equal values in sorted `keys`: a numpy slice a group, where a
     pandas groupby builds a frame each (a frontier round has 10^4 members)."""

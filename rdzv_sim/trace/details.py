@@ -63,13 +63,6 @@ def round_facts(events: pd.DataFrame) -> dict[int, dict]:
     return out
 
 
-def with_round_facts(events: pd.DataFrame, rows: pd.DataFrame, details: list[dict]) -> list[dict]:
-    """rank_assigned `details` (of `rows`) with their round's facts where a row has none of its
-    own: a host's own record wins (each real host states what it was told)."""
-    facts = round_facts(events)
-    return [{**facts.get(int(r), {}), **d} for r, d in zip(rows["round"], details)]
-
-
 def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
     """The fields of every rank_assigned event's detail the tables read, parsed once; a field
     a row does not carry is its round's fact (`round_facts`)."""

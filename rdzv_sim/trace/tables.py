@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..events import check
-from .columns import EVENT_COLUMNS, distinct, label_codes, labels_of, nullable_int32, runs, stamp
+from .columns import EVENT_COLUMNS, asof_by, distinct, label_codes, labels_of, nullable_int32, runs, stamp
 from .details import rank_details
 from .tracer import Tracer
 
@@ -102,35 +102,10 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
 
 def _latest_join(t: np.ndarray, node: np.ndarray, rank: np.ndarray, join: np.ndarray) -> np.ndarray:
     """For each rank row (mask `rank`, in row order): the time of its node's latest join row
-    (mask `join`) at or before it, NaN if none (pandas' merge_asof, backward, by node, in
-    numpy: a frontier week has millions of each)."""
-    rows = np.flatnonzero(rank | join)
-    if len(t) < 2 ** 31:
-        rows = rows.astype(np.int32)                        # millions of them: half the bytes
-    is_rank = rank[rows]
-    # by node, then time, a join before a rank at the same time (merge_asof counts it): the
-    # table is in time order, so two stable sorts on small keys, not a lexsort of three
-    tr = t[rows]
-    if len(tr) > 1 and (tr[1:] >= tr[:-1]).all():
-        ties = np.zeros(len(tr), np.int64)
-        np.cumsum(tr[1:] != tr[:-1], out=ties[1:])
-        by = np.argsort(ties * 2 + is_rank, kind="stable")
-        rows, is_rank = rows[by], is_rank[by]
-        by = np.argsort(node[rows], kind="stable")
-    else:
-        by = np.lexsort((is_rank, tr, node[rows]))
-    del tr
-    rows, is_rank = rows[by], is_rank[by]
-    del by
-    last = np.where(~is_rank, np.arange(len(rows), dtype=rows.dtype), -1)
-    np.maximum.accumulate(last, out=last)                      # the latest join so far
-    src = rows[np.maximum(last, 0)]
-    got = t[src]
-    got[(last < 0) | (node[src] != node[rows])] = np.nan       # no join of its own node before it
-    ordinal = np.cumsum(rank, dtype=np.int64 if len(t) >= 2 ** 31 else np.int32) - 1   # a rank row's place
-    out = np.empty(int(rank.sum()), float)
-    out[ordinal[rows[is_rank]]] = got[is_rank]
-    return out
+    (mask `join`) at or before it, NaN if none (`asof_by`, backward)."""
+    ranked, joins = np.flatnonzero(rank), np.flatnonzero(join)
+    i = asof_by(node[ranked], t[ranked], node[joins], t[joins], forward=False)
+    return np.where(i >= 0, t[joins[np.maximum(i, 0)]] if len(joins) else np.nan, np.nan)
 
 
 @dataclass

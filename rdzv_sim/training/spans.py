@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace import label_codes, runs
+from ..trace.columns import asof_by
 
 # events that end a member's training: it left the round, crashed, paused or its agent exited
 STOPS = ("round_left", "fault_crash", "agent_exit", "fault_pause")
@@ -15,48 +16,16 @@ COLUMNS = ["round", "t0", "t1", "hosts", "members", "end", "reason", "crashed"]
 
 def _next_stop(node: np.ndarray, t0: np.ndarray, stop_node: np.ndarray, stop_t: np.ndarray) -> np.ndarray:
     """For each (node, t0): the index of its node's first stop at or after t0, -1 if none
-    (pandas' merge_asof, forward, by node; stops in event order, the first of a tie wins): the
-    stops keyed by (node, time) as one integer, the starts looked up in sorted order (numpy's
-    binary search is fast when what it looks for is sorted)."""
-    out = np.full(len(node), -1, np.int64)
-    if not len(stop_t):
-        return out
-    ordered = len(stop_t) < 2 or bool((stop_t[1:] >= stop_t[:-1]).all())
-    times = stop_t[np.r_[True, stop_t[1:] != stop_t[:-1]]] if ordered else np.unique(stop_t)
-    width = len(times) + 1
-    if ordered:
-        by = np.argsort(stop_node, kind="stable")                  # in time order within a node
-        tix = np.searchsorted(times, stop_t)[by]
-    else:
-        by = np.lexsort((stop_t, stop_node))
-        tix = np.searchsorted(times, stop_t[by])
-    keys = stop_node[by].astype(np.int64)
-    keys *= width
-    keys += tix
-    del tix
-    first = np.argsort(t0, kind="stable")
-    want = np.searchsorted(times, t0[first]).astype(np.int64)      # each start's first time >= t0
-    want += node[first].astype(np.int64) * width
-    order = np.argsort(want, kind="stable")
-    at = np.empty(len(want), np.int64)
-    at[order] = np.searchsorted(keys, want[order], side="left")
-    del order, want, keys
-    ok = at < len(by)
-    ok[ok] = stop_node[by[at[ok]]] == node[first[ok]]
-    out[first[ok]] = by[at[ok]]
-    return out
+    (`asof_by`, forward: of stops tied in time, the first in event order)."""
+    return asof_by(node, t0, stop_node, stop_t, forward=True)
 
 
 def _round_max(rnd: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Each row's round's largest `t` (a groupby's transform("max"), without its frames)."""
-    if len(rnd) and rnd.min() >= 0:                  # round numbers: an array a round, no sort
-        top = np.full(int(rnd.max()) + 1, -np.inf)
-        np.maximum.at(top, rnd, t)
-        return top[rnd]
-    u, inv = np.unique(rnd, return_inverse=True)
-    top = np.full(len(u), -np.inf)
-    np.maximum.at(top, inv, t)
-    return top[inv]
+    low = int(rnd.min()) if len(rnd) else 0
+    top = np.full(int(rnd.max()) - low + 1 if len(rnd) else 0, -np.inf)
+    np.maximum.at(top, rnd - low, t)
+    return top[rnd - low]
 
 
 def round_spans(events: pd.DataFrame, duration: float) -> pd.DataFrame:
