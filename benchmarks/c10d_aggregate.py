@@ -37,7 +37,10 @@ def scenario(n: int, seed: int, duration: float, fidelity: str):
 
 
 def one(n: int, seed: int, duration: float, fidelity: str) -> dict:
+    import pandas as pd
+
     from rdzv_sim.result import build
+    from rdzv_sim.trace import details
     sc = scenario(n, seed, duration, fidelity)
     if fidelity == "aggregate":
         from rdzv_sim.aggregate import AggregateJob as Sim
@@ -51,7 +54,7 @@ def one(n: int, seed: int, duration: float, fidelity: str) -> dict:
     r = build(sc, sim.trace, stats, *sim.store_work())
     ev = r.events
     conf = ev[ev.event == "confirmed"]
-    cas = conf.detail.map(lambda d: json.loads(d).get("cas_attempts", 0))
+    cas = pd.Series([d.get("cas_attempts", 0) for d in details(conf)], index=conf.index)
     by_round = {int(k): int(v) for k, v in cas.groupby(conf["round"]).sum().items()}
     rounds = r.rounds
     row = {"n": n, "seed": seed, "fidelity": fidelity, "wall_s": round(wall, 2),

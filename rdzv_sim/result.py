@@ -59,9 +59,7 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     sc = scenario
     events = events_table(rows, sc.name, sc.seed)
     give_back()                                      # the trace's pages, freed block by block
-    # once: the rounds and the summary read it (a simulated run's tracer kept it as values)
-    det = getattr(rows, "rank_fields", None)
-    det = rank_details(events) if det is None else det
+    det = rank_details(events)                       # once: the rounds and the summary read it
     rounds = rounds_table(events, round_ops, det)
     give_back()
     ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it

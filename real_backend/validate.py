@@ -36,9 +36,9 @@ def _ranks(events: pd.DataFrame) -> list[dict]:
 def _latencies(events: pd.DataFrame) -> dict:
     ra = events[events["event"] == "rank_assigned"]
     out = {}
-    for i, (_, g) in enumerate(ra.groupby("round", sort=True)):
-        for node, d in zip(g["node"], g["detail"]):
-            out[(i, node)] = json.loads(d)["latency"]
+    for i, (_, g) in enumerate(ra.groupby("round", sort=True, observed=True)):
+        for node, lat in zip(g["node"], g["latency"]):
+            out[(i, node)] = float(lat)
     return out
 
 

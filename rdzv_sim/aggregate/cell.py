@@ -145,8 +145,8 @@ class Cell:
         hc = self.host.of(f.members)          # a HostList's own codes, else one lookup a name
         codes = self.host.traced(hc)
         tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=world,
-                       fields={"first_rank": ranks * nproc,
-                               "latency": t_rank - np.asarray(f.started, np.float64)}, facts=facts)
+                       fields={"latency": t_rank - np.asarray(f.started, np.float64)},
+                       facts={**facts, "first_rank": ranks * nproc})    # given by the round's
         a = self.job.sc.agent
         t_ws = float(t_rank.max()) + a.worker_start + a.worker_start_per_node * nn
         by_rank = np.argsort(ranks, kind="stable")

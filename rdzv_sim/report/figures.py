@@ -184,13 +184,12 @@ LATENCY_SAMPLE = 200_000      # node-rounds a latency histogram reads at most
 def latency(events: pd.DataFrame, summary: pd.DataFrame | None = None) -> bytes:
     """The histogram of node latencies; a frontier run has millions, so an evenly spaced
     sample of `LATENCY_SAMPLE` draws it, and its p50 and p99 lines are the summary's (all)."""
-    from ..trace import parse_details
+    from ..trace.details import latencies
     rows = np.flatnonzero((events["event"] == "rank_assigned").to_numpy())
     step = -(-len(rows) // LATENCY_SAMPLE) if len(rows) else 1
     mask = np.zeros(len(events), dtype=bool)
     mask[rows[::step]] = True
-    got = parse_details(events["detail"], mask, ("latency",))["latency"]
-    lat = pd.to_numeric(pd.Series(got), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    lat = latencies(events, mask)
     lat = lat[np.isfinite(lat)]
     whole = {}
     if summary is not None and len(summary):

@@ -50,7 +50,8 @@ def record(trace, t: float, rnd: int, old, old_ranks, new: list[str], plan: Plan
         trace.record(t_rank, new[int(np.argmax(keep))], "round_closed", r, world_size=nproc * nn,
                      detail={"members": list(new), "count": nn, "holes": 0, **facts})
         trace.record_many(t_rank, who[keep], "rank_assigned", r, ranks=ranks[keep], world_size=nproc * nn,
-                          fields={"first_rank": ranks[keep] * nproc, "latency": plan.ranked}, facts=facts)
+                          fields={"latency": plan.ranked},
+                          facts={**facts, "first_rank": ranks[keep] * nproc})   # the round's
 
     def started() -> None:
         keep = up()

@@ -29,11 +29,19 @@ def _assigned(events: pd.DataFrame) -> pd.DataFrame:
 
 def _by_round(events: pd.DataFrame):
     """(round, its rank_assigned rows, their details): a field a row does not carry is its
-    round's fact, recorded once on the round's round_closed row (`outputs.trace: rounds`)."""
+    round's fact, recorded once on the round's round_closed row (`outputs.trace: rounds`),
+    and a member's first worker rank is then its rank times the round's processes a node
+    (torchrun's rule: every node runs nproc_per_node)."""
     facts = round_facts(events)
-    for rnd, g in _assigned(events).groupby("round"):
+    for rnd, g in _assigned(events).groupby("round", observed=True):
         f = facts.get(int(rnd), {})
-        yield rnd, g, [{**f, **_detail(d)} for d in g["detail"]]
+        det = []
+        for d, rank, ws in zip(g["detail"], g["rank"], g["world_size"]):
+            d = {**f, **_detail(d)}
+            if "first_rank" not in d and d.get("nnodes") and not pd.isna(rank) and not pd.isna(ws):
+                d["first_rank"] = int(rank) * (int(ws) // int(d["nnodes"]))
+            det.append(d)
+        yield rnd, g, det
 
 
 # --- safety ----------------------------------------------------------------------------

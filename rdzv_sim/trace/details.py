@@ -20,6 +20,13 @@ def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...]) 
 
     import pyarrow.compute as pc
     import pyarrow.json as pj
+    if isinstance(column.dtype, pd.CategoricalDtype):    # each distinct detail parsed once
+        codes = column.cat.codes.to_numpy()[np.asarray(mask, dtype=bool)]
+        used, at = np.unique(codes, return_inverse=True)   # (the masked rows' own: one kind's)
+        texts = np.asarray(column.cat.categories, dtype=object)[np.maximum(used, 0)]
+        texts[used < 0] = ""
+        once = parse_details(pd.Series(texts, dtype=object), np.ones(len(texts), bool), fields)
+        return {f: v[at] for f, v in once.items()}
     try:
         texts = pa.array(column.array)
     except (TypeError, pa.ArrowInvalid):              # an object column (a table read from CSV)
@@ -57,24 +64,40 @@ def round_facts(events: pd.DataFrame) -> dict[int, dict]:
     closed = events[events["event"] == "round_closed"]
     out = {}
     for rnd, d in zip(closed["round"], closed["detail"]):
-        facts = {k: v for k, v in (json.loads(d) if d else {}).items() if k in FACTS}
+        facts = {k: v for k, v in (json.loads(d) if isinstance(d, str) and d else {}).items()
+                 if k in FACTS}
         if facts and not pd.isna(rnd):
             out[int(rnd)] = facts
     return out
 
 
-def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The fields of every rank_assigned event's detail the tables read, parsed once; a field
-    a row does not carry is its round's fact (`round_facts`)."""
-    mask = (events["event"] == "rank_assigned").to_numpy()
-    out = parse_details(events["detail"], mask, RANK_FIELDS)
-    missing = np.asarray(pd.isna(out["nnodes"]), bool)
-    if missing.any():
-        facts = pd.DataFrame.from_dict(round_facts(events), orient="index")
-        rounds = pd.Series(events.loc[mask, "round"].to_numpy()[missing])
-        for f in ("digest", "nnodes"):
-            col = out[f].astype(object)
-            col[missing] = rounds.map(facts[f]).to_numpy(dtype=object) if f in facts else None
-            out[f] = col
-    return out
+def latencies(events: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
+    """The rank rows' (`mask`) latencies: the events' latency column, or their details' field
+    in a table saved before schema 2."""
+    if "latency" in events.columns:
+        return events["latency"].to_numpy(dtype=np.float64, na_value=np.nan)[mask]
+    got = parse_details(events["detail"], mask, ("latency",))["latency"]
+    return pd.to_numeric(pd.Series(got), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
+
+def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
+    """What the tables read of every rank_assigned row: its latency (a column; in the detail
+    of a table from before schema 2) and the digest and nnodes of its detail, parsed once; a
+    field a row does not carry is its round's fact (`round_facts`)."""
+    mask = (events["event"] == "rank_assigned").to_numpy()
+    out = parse_details(events["detail"], mask, RANK_FIELDS[:2])
+    out["latency"] = latencies(events, mask)
+    out["nnodes"] = np.array(pd.to_numeric(pd.Series(out["nnodes"]), errors="coerce"),
+                             dtype=np.float64)
+    missing = np.isnan(out["nnodes"])
+    if missing.any():                  # one lookup a round, not a row (10^7 rows at the frontier)
+        facts = round_facts(events)
+        rounds = events["round"].to_numpy(dtype=np.int64, na_value=-1)[mask][missing]
+        seen, at = np.unique(rounds, return_inverse=True)
+        got = [facts.get(int(r), {}) for r in seen]
+        nnodes = np.array([g.get("nnodes", np.nan) for g in got], dtype=np.float64)
+        out["nnodes"][missing] = nnodes[at]
+        digest = np.asarray(out["digest"], dtype=object)
+        digest[missing] = np.array([g.get("digest") for g in got] + [None], dtype=object)[:-1][at]
+        out["digest"] = digest
+    return out

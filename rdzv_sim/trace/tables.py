@@ -1,33 +1,34 @@
 """The tables derived from the events: every runtime's trace is summarised by the same code."""
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..events import check
-from .columns import EVENT_COLUMNS, asof_by, distinct, label_codes, labels_of, nullable_int32, runs, stamp
+from .columns import asof_by, distinct, label_codes, runs, stamp
 from .details import rank_details
 from .tracer import Tracer
 
 
 def events_table(rows, scenario: str, seed: int) -> pd.DataFrame:
-    """The events table from a Tracer (columnar) or from row tuples (the real launcher)."""
-    if isinstance(rows, Tracer):
-        return stamp(pd.DataFrame(rows.take_columns(), copy=False), scenario, seed)   # in time order
-    df = pd.DataFrame(rows, columns=EVENT_COLUMNS)
-    for name in df["event"].unique():
-        check(name)
-    df = df.sort_values("t", kind="stable").reset_index(drop=True)
-    for c in ("node", "event"):                  # the same dtypes as a simulated run's
-        codes, values = pd.factorize(df[c].astype(str), sort=True)
-        df[c] = labels_of(codes, list(values))
-    for c in ("round", "rank", "world_size"):
-        v = pd.to_numeric(df[c]).astype("Float64")
-        df[c] = nullable_int32(v.fillna(0).to_numpy(np.int64), v.isna().to_numpy())
-    return stamp(df, scenario, seed)
+    """The events table from a Tracer, or from row tuples (t, node, event, round, rank,
+    world_size, detail: a dict or its JSON) as the real launcher gathers them, through a
+    Tracer too: one schema, one builder."""
+    if not isinstance(rows, Tracer):
+        tracer = Tracer()
+        for t, node, event, rnd, rank, ws, detail in rows:
+            if isinstance(detail, str):
+                detail = json.loads(detail) if detail else None
+            tracer.record(float(t), node, event, _int(rnd), _int(rank), _int(ws), detail)
+        rows = tracer
+    return stamp(pd.DataFrame(rows.take_columns(), copy=False), scenario, seed)   # in time order
+
+
+def _int(x):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
 
 
 def store_load_table(load: dict, bin_s: float, scenario: str, seed: int) -> pd.DataFrame:

@@ -2,11 +2,11 @@
 model, on the scenarios where both run."""
 from __future__ import annotations
 
-import json
-
+import pandas as pd
 import pytest
 
 import rdzv_sim
+from rdzv_sim.trace import details
 from rdzv_sim.scenario.load import ScenarioError
 from rdzv_sim.testing import check_safety
 
@@ -24,7 +24,7 @@ def crash(n: int, fidelity: str, seed: int = 3, duration: float = 300) -> dict:
 
 def attempts(r) -> dict:
     ev = r.events[r.events.event == "confirmed"]
-    cas = ev.detail.map(lambda d: json.loads(d)["cas_attempts"])
+    cas = pd.Series([d["cas_attempts"] for d in details(ev)], index=ev.index)
     return {int(k): int(v) for k, v in cas.groupby(ev["round"]).sum().items()}
 
 

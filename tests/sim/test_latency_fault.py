@@ -15,7 +15,7 @@ def sc(faults, duration=60):
 
 def latencies(r):
     ra = r.events[r.events.event == "rank_assigned"]
-    return dict(zip(ra.node, [d["latency"] for d in rdzv_sim.trace.details(ra)]))
+    return dict(zip(ra.node, ra.latency))
 
 
 def test_a_slow_link_slows_its_node_and_the_round_then_heals():

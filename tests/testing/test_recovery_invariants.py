@@ -55,6 +55,7 @@ def test_a_fallback_the_tables_do_not_bear_out_is_caught():
     assert [v.invariant for v in falls_back_only_when_due(t, roomy)] == ["falls_back_only_when_due"]
     # a fallback "by mode" under shrink, which absorbs every fault
     ev = t["events"]
+    ev["detail"] = ev["detail"].astype(object)          # (a categorical: as text to plant one)
     ev.loc[fb, "detail"] = json.dumps({"fault": "host_lost", "why": "mode"})
     assert falls_back_only_when_due(t, sc)
 
@@ -66,5 +67,6 @@ def test_an_unusable_device_bears_out_in_process_falling_back():
     assert falls_back_only_when_due(t, sc) == []
     ev = t["events"]
     crash = ev["event"] == "fault_crash"
+    ev["detail"] = ev["detail"].astype(object)          # (a categorical: as text to plant one)
     ev.loc[crash, "detail"] = json.dumps({"cause": "crash"})     # the device was fine after all
     assert falls_back_only_when_due(t, sc)
