@@ -60,6 +60,7 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     events = events_table(rows, sc.name, sc.seed)
     give_back()                                      # the trace's pages, freed block by block
     det = rank_details(events)                       # once: the rounds and the summary read it
+    give_back()
     rounds = rounds_table(events, round_ops, det)
     give_back()
     ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it

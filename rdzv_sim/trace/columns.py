@@ -43,15 +43,31 @@ def label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def as_objects(col: pd.Series) -> np.ndarray:
-    """A column as Python objects (missing: None); a categorical's through its few labels (its
-    own to_numpy builds a string a row)."""
+    """A column as Python objects (missing: None); a categorical's through the labels its rows
+    use (a categorical's own to_numpy or iteration builds every label: the details' include a
+    frontier round's member lists)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.cat.codes.to_numpy()
-        labels = np.asarray(col.cat.categories, dtype=object)
-        out = labels[np.maximum(codes, 0)]
-        out[codes < 0] = None
-        return out
+        used, at = inverse(col.cat.codes.to_numpy().astype(np.int64) + 1)
+        labels = np.empty(len(used), dtype=object)
+        labels[used > 0] = np.asarray(col.cat.categories.take(used[used > 0] - 1), dtype=object)
+        labels[used == 0] = None
+        return labels[at]
     return col.to_numpy(dtype=object, na_value=None)
+
+
+def inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(values, return_inverse=True)` for non-negative ints: a mark a value and a
+    running count where their range is small beside their number (codes, rounds), no sort."""
+    if not len(values):
+        return values[:0], np.zeros(0, np.int64)
+    hi = int(values.max())
+    if hi > 4 * len(values) + 1024 or int(values.min()) < 0:
+        return np.unique(values, return_inverse=True)
+    mark = np.zeros(hi + 1, bool)
+    mark[values] = True
+    seen = np.flatnonzero(mark)
+    at = np.cumsum(mark) - 1
+    return seen, at[values]
 
 
 def distinct(codes: np.ndarray, size: int) -> np.ndarray:

@@ -7,33 +7,52 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .columns import as_objects, inverse
+
 
 def details(df: pd.DataFrame) -> list[dict]:
     return [json.loads(d) if d else {} for d in df["detail"]]
 
 
-def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
+def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...],
+                  types: dict | None = None) -> dict[str, np.ndarray]:
     """`fields` of the JSON details of the rows where `mask` holds, as arrays (missing: None or
     NaN). pyarrow's reader parses them a slice at a time, fed straight from the Arrow column
-    (no Python string per row): faster than json.loads, and little memory on long runs."""
+    (no Python string per row): faster than json.loads, and little memory on long runs; a
+    categorical's distinct texts are parsed once. `types` (field -> Arrow type) for every
+    field: only those are read (a round_closed row's member list is not built)."""
+    mask = np.asarray(mask, dtype=bool)
+    if isinstance(column.dtype, pd.CategoricalDtype):    # each distinct detail parsed once
+        codes = column.cat.codes.to_numpy()[mask]
+        used, at = inverse(codes.astype(np.int64) + 1)   # (the masked rows' own: one kind's)
+        texts = _arrow(column.cat.categories.array).take(pa.array(np.maximum(used - 1, 0)))
+        texts = pc_if_else(pa.array(used == 0), texts)    # (code -1: no text)
+        once = _read(texts, fields, types)
+        return {f: _numbers(v)[at] for f, v in once.items()}
+    return _read(_arrow(column.array).filter(pa.array(mask)), fields, types)
+
+
+def _arrow(values) -> pa.Array:
+    """A column's texts as one Arrow array (an object column, from CSV, is converted)."""
+    try:
+        texts = pa.array(values)
+    except (TypeError, pa.ArrowInvalid):
+        texts = pa.array(pd.Series(values).fillna("").astype(str).tolist(), pa.large_string())
+    return texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+
+
+def pc_if_else(empty: pa.Array, texts: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+    return pc.if_else(empty, pa.scalar("", texts.type), texts)
+
+
+def _read(texts: pa.Array, fields: tuple[str, ...], types: dict | None) -> dict[str, np.ndarray]:
     import io
 
     import pyarrow.compute as pc
     import pyarrow.json as pj
-    if isinstance(column.dtype, pd.CategoricalDtype):    # each distinct detail parsed once
-        codes = column.cat.codes.to_numpy()[np.asarray(mask, dtype=bool)]
-        used, at = np.unique(codes, return_inverse=True)   # (the masked rows' own: one kind's)
-        texts = np.asarray(column.cat.categories, dtype=object)[np.maximum(used, 0)]
-        texts[used < 0] = ""
-        once = parse_details(pd.Series(texts, dtype=object), np.ones(len(texts), bool), fields)
-        return {f: v[at] for f, v in once.items()}
-    try:
-        texts = pa.array(column.array)
-    except (TypeError, pa.ArrowInvalid):              # an object column (a table read from CSV)
-        texts = pa.array(column.fillna("").astype(str).tolist(), pa.large_string())
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    texts = texts.filter(pa.array(np.asarray(mask, dtype=bool)))
+    options = (pj.ParseOptions() if types is None else pj.ParseOptions(
+        explicit_schema=pa.schema([(f, types[f]) for f in fields]), unexpected_field_behavior="ignore"))
     out: dict[str, list] = {f: [] for f in fields}
     step = 1 << 17
     for i in range(0, len(texts), step):
@@ -45,7 +64,7 @@ def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...]) 
         offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
         offsets = offsets[lines.offset:lines.offset + len(lines) + 1]
         data = memoryview(lines.buffers()[2])[int(offsets[0]):int(offsets[-1])]
-        table = pj.read_json(io.BytesIO(data))
+        table = pj.read_json(io.BytesIO(data), parse_options=options)
         n = table.num_rows
         for f in fields:
             col = (table.column(f).to_numpy(zero_copy_only=False) if f in table.column_names
@@ -54,18 +73,31 @@ def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...]) 
     return {f: (np.concatenate(v) if v else np.zeros(0, dtype=object)) for f, v in out.items()}
 
 
+def _numbers(v: np.ndarray) -> np.ndarray:
+    """A field's values with none but numbers and None as floats (None: NaN): a field no text
+    carried comes back as Nones, and spread over millions of rows, a float is 8 bytes."""
+    if v.dtype == object and all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+                                 for x in v):
+        return np.array([np.nan if x is None else x for x in v], dtype=np.float64)
+    return v
+
+
 RANK_FIELDS = ("digest", "nnodes", "latency")     # what the tables read of rank_assigned
 FACTS = ("digest", "master", "nnodes")            # a round's, the same for all its members
 
 
 def round_facts(events: pd.DataFrame) -> dict[int, dict]:
     """round -> its facts, where a runtime recorded them once, on the round's round_closed row
-    (`outputs.trace: rounds`)."""
-    closed = events[events["event"] == "round_closed"]
+    (`outputs.trace: rounds`). Arrow reads only the facts: the rows also list the members, a
+    frontier round's 10^4 names, which Python would build a string each of."""
+    closed = (events["event"] == "round_closed").to_numpy()
+    got = parse_details(events["detail"], closed, FACTS,
+                        {"digest": pa.string(), "master": pa.string(), "nnodes": pa.int64()})
     out = {}
-    for rnd, d in zip(closed["round"], closed["detail"]):
-        facts = {k: v for k, v in (json.loads(d) if isinstance(d, str) and d else {}).items()
-                 if k in FACTS}
+    for i, rnd in enumerate(events["round"].array[closed]):
+        facts = {f: got[f][i] for f in FACTS if not pd.isna(got[f][i])}
+        if "nnodes" in facts:
+            facts["nnodes"] = int(facts["nnodes"])
         if facts and not pd.isna(rnd):
             out[int(rnd)] = facts
     return out
@@ -87,17 +119,20 @@ def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
     mask = (events["event"] == "rank_assigned").to_numpy()
     out = parse_details(events["detail"], mask, RANK_FIELDS[:2])
     out["latency"] = latencies(events, mask)
-    out["nnodes"] = np.array(pd.to_numeric(pd.Series(out["nnodes"]), errors="coerce"),
-                             dtype=np.float64)
+    nn = out["nnodes"]
+    out["nnodes"] = (np.array(nn, dtype=np.float64) if nn.dtype.kind in "iuf" else
+                     pd.to_numeric(pd.Series(nn), errors="coerce").to_numpy(np.float64, na_value=np.nan))
     missing = np.isnan(out["nnodes"])
     if missing.any():                  # one lookup a round, not a row (10^7 rows at the frontier)
         facts = round_facts(events)
-        rounds = events["round"].to_numpy(dtype=np.int64, na_value=-1)[mask][missing]
-        seen, at = np.unique(rounds, return_inverse=True)
-        got = [facts.get(int(r), {}) for r in seen]
+        rounds = events["round"].array[mask][missing].to_numpy(dtype=np.int64, na_value=-1)
+        seen, at = inverse(rounds + 1)                     # (-1: no round, no facts)
+        got = [facts.get(int(r) - 1, {}) for r in seen]
         nnodes = np.array([g.get("nnodes", np.nan) for g in got], dtype=np.float64)
         out["nnodes"][missing] = nnodes[at]
-        digest = np.asarray(out["digest"], dtype=object)
+        digest = out["digest"]
+        digest = (digest.copy() if digest.dtype == object        # (none carried: no row a float)
+                  else np.full(len(digest), None, dtype=object))
         digest[missing] = np.array([g.get("digest") for g in got] + [None], dtype=object)[:-1][at]
         out["digest"] = digest
     return out
