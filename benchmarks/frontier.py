@@ -171,13 +171,12 @@ def report(out: dict) -> str:
                     f"({full['events'] / 1e6:.0f} million rows, run minutes later: compare the "
                     "two by rows and memory, their times by the pairs in the last column)"
                     if full else "")
-                 + ("." if ok else ". What is left is linear but large: the events table holds "
-                    "rows per host and round. A round's facts (digest, master, size) are recorded "
-                    "once a round now (`outputs.trace`), and what stays a row is each member's own: "
-                    "about 29 bytes of columns and, on rank_assigned, about 45 bytes of JSON detail "
-                    "(first worker rank, latency), 600 MB for the week, held twice while put in "
-                    "time order. Reaching 2 GB needs those two fields as numeric columns (a change "
-                    "of the events table's schema) or the table streamed to disk as the run goes."))
+                 + (". A round's facts are recorded once a round (`outputs.trace`), a rank's "
+                    "latency is a number column, and each distinct detail is held once (the events "
+                    "table's schema 2): a row is about 37 bytes of columns, and the detail column "
+                    "two bytes a row where it was 45 bytes of JSON on every rank_assigned row." if ok
+                    else ". What is left is linear but large: the events table holds rows per "
+                    "host and round, about 37 bytes of columns each."))
     llama = by.get("llama3-54d")
     if llama:
         L.append(f"- llama3-54d aggregate < 15 s: {verdict(total(llama) < 15)}, {total(llama):.0f} s "
@@ -204,9 +203,13 @@ def report(out: dict) -> str:
         L.append(f"- 32,768 hosts for 54 days, < 10 minutes and < 8 GB: not run here. Its day has "
                  f"{day32['events'] / 1e6:.0f} million event rows; 54 days would have about "
                  f"{rows54 / 1e6:,.0f} million, about {gb54:.0f} GB at the week's peak bytes a row: "
-                 "over the target, for the same reason as the week's memory; with rows per host "
-                 "held in memory no encoding reaches it (the columns alone are about 26 bytes a "
-                 "row), so it needs the table streamed to disk during the run.")
+                 "over the target. With rows per host held in memory no encoding reaches it (the "
+                 "columns alone are about 37 bytes a row: time, node, event, round, rank, world "
+                 f"size, latency, the detail's number), and a day of 32,768 hosts simulates and "
+                 f"tabulates in {day32['simulate_s'] + day32['tables_s']:.0f} s here, so 54 days "
+                 f"would take about {54 * (day32['simulate_s'] + day32['tables_s']) / 60:.0f} "
+                 "minutes. It needs the events table streamed to disk during the run and the "
+                 "tables read a chunk at a time (not built).")
     L += ["", "## Beside the published figures", ""]
     if week:
         L.append(f"- **frontier-100k** (98,304 GPUs, a week, stop-the-world): ETTR {week['ettr']:.0%}. "

@@ -31,7 +31,7 @@ def one_round(protocol: str, n: int) -> dict:
           "protocol": {"name": protocol, "min_nodes": n, "max_nodes": n, "last_call_timeout": 1}}
     r = rdzv_sim.run(sc)
     ev, s = r.events, r.summary.iloc[0]
-    lat = [d["latency"] for d in details(ev[ev.event == "rank_assigned"])]
+    lat = ev.loc[ev.event == "rank_assigned", "latency"].tolist()
     cas = sum(d.get("cas_attempts", 0) for d in details(ev[ev.event == "confirmed"]))
     return {"protocol": protocol, "n": n, "latency_p50": statistics.median(lat), "latency_max": max(lat),
             "ops_per_node": s.store_ops / n, "bytes_per_node": s.store_bytes / n,

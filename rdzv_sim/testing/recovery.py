@@ -61,7 +61,8 @@ def recovers_as_its_mode_says(tables: dict, scenario) -> list[Violation]:
 
 
 def shrunk_world_is_the_survivors(tables: dict, scenario) -> list[Violation]:
-    """A shrink's world is its round's members that neither crashed nor failed, in their order."""
+    """A shrink's world is its round's members that neither crashed nor failed, in their order;
+    a survivor lost while the world shrinks gets no rank in it (its peers find it gone later)."""
     ev = tables["events"]
     shrinks = ev[ev["event"] == "shrink"]
     if shrinks.empty:
@@ -76,6 +77,9 @@ def shrunk_world_is_the_survivors(tables: dict, scenario) -> list[Violation]:
             continue
         crashed, _, failed = _failures(ev, before[1], before[0], t)
         survivors = [m for m in before[1] if m not in crashed | failed]
+        ranked = ev.loc[(ev["event"] == "rank_assigned") & (ev["round"] == rnd), "t"]
+        lost = _failures(ev, survivors, t, float(ranked.max()))[0] if len(ranked) else set()
+        survivors = [m for m in survivors if m not in lost]
         if worlds[rnd][1] != survivors:
             out.append(Violation("shrunk_world_is_the_survivors",
                                  f"{len(worlds[rnd][1])} members, {len(survivors)} survivors", rnd))

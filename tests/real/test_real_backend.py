@@ -146,7 +146,7 @@ def test_torch_c10d_handler_runs_for_real_and_matches_the_model(tmp_path):
     # torch drops the dead participant only after its keep-alive expires (3 x 1 s)
     ev = pd.read_parquet(tmp_path / "real" / "events.parquet")
     second = ev[(ev.event == "rank_assigned") & (ev["round"] == real["round"].iloc[1])]
-    assert max(d["latency"] for d in details(second)) >= 2.5
+    assert second["latency"].max() >= 2.5
 
 
 def test_gpu_check_runs_without_a_gpu_and_needs_few_dependencies():
@@ -213,13 +213,13 @@ def test_latency_through_the_proxy_slows_the_round_as_simulated():
     r = run_real(sc, until={**FIRST, "plus": 0.5})
     ra = r.events[r.events.event == "rank_assigned"]
     assert len(ra) == 2 and r.rounds.consistent.all()
-    real = dict(zip(ra.node, [d["latency"] for d in details(ra)]))
+    real = dict(zip(ra.node, ra.latency))
     assert real["node1"] >= 6 * 2 * 0.15                    # >= 6 round trips, each 0.3 s longer
     assert (r.events.event == "fault_latency").sum() == 1
     import rdzv_sim
     sim = rdzv_sim.run(sc)
     sra = sim.events[sim.events.event == "rank_assigned"]
-    simulated = dict(zip(sra.node, [d["latency"] for d in details(sra)]))
+    simulated = dict(zip(sra.node, sra.latency))
     # the simulator does not model opening connections (the real runtime opens its store
     # connections as it first needs them, each a few delayed round trips): real runs ~1.8x here
     assert 1.0 < real["node1"] / simulated["node1"] < 2.2
@@ -277,7 +277,7 @@ def test_gray_links_loss_then_flap_slow_but_do_not_break_the_round():
     held = details(ev[ev.event == "loss_healed"])[0]["held"]
     assert held["node1"] >= 1                                # the proxy's own record
     ra = ev[ev.event == "rank_assigned"]
-    assert dict(zip(ra.node, [d["latency"] for d in details(ra)]))["node1"] >= 0.1   # resent
+    assert dict(zip(ra.node, ra.latency))["node1"] >= 0.1   # resent
     assert not check_safety({"events": ev, "rounds": r.rounds}, load(sc)).violations
     import rdzv_sim
     assert rdzv_sim.run(sc).rounds.nnodes.tolist() == [2]
