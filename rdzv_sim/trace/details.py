@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .columns import as_objects, inverse
+from .columns import inverse
 
 
 def details(df: pd.DataFrame) -> list[dict]:
@@ -26,7 +26,7 @@ def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...],
         codes = column.cat.codes.to_numpy()[mask]
         used, at = inverse(codes.astype(np.int64) + 1)   # (the masked rows' own: one kind's)
         texts = _arrow(column.cat.categories.array).take(pa.array(np.maximum(used - 1, 0)))
-        texts = pc_if_else(pa.array(used == 0), texts)    # (code -1: no text)
+        texts = _blank_where(pa.array(used == 0), texts)  # (code -1: no text)
         once = _read(texts, fields, types)
         return {f: _numbers(v)[at] for f, v in once.items()}
     return _read(_arrow(column.array).filter(pa.array(mask)), fields, types)
@@ -41,7 +41,7 @@ def _arrow(values) -> pa.Array:
     return texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
 
 
-def pc_if_else(empty: pa.Array, texts: pa.Array) -> pa.Array:
+def _blank_where(empty: pa.Array, texts: pa.Array) -> pa.Array:
     import pyarrow.compute as pc
     return pc.if_else(empty, pa.scalar("", texts.type), texts)
 
