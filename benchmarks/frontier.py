@@ -173,10 +173,11 @@ def report(out: dict) -> str:
                     if full else "")
                  + (". A round's facts are recorded once a round (`outputs.trace`), a rank's "
                     "latency is a number column, and each distinct detail is held once (the events "
-                    "table's schema 2): a row is about 37 bytes of columns, and the detail column "
-                    "two bytes a row where it was 45 bytes of JSON on every rank_assigned row." if ok
+                    "table's schema 2): a row is about 39 bytes of columns (the detail's number two "
+                    "of them, where a rank_assigned row held 45 bytes of JSON), and each round's "
+                    "member list is held once." if ok
                     else ". What is left is linear but large: the events table holds rows per "
-                    "host and round, about 37 bytes of columns each."))
+                    "host and round, about 39 bytes of columns each."))
     llama = by.get("llama3-54d")
     if llama:
         L.append(f"- llama3-54d aggregate < 15 s: {verdict(total(llama) < 15)}, {total(llama):.0f} s "
@@ -204,8 +205,8 @@ def report(out: dict) -> str:
                  f"{day32['events'] / 1e6:.0f} million event rows; 54 days would have about "
                  f"{rows54 / 1e6:,.0f} million, about {gb54:.0f} GB at the week's peak bytes a row: "
                  "over the target. With rows per host held in memory no encoding reaches it (the "
-                 "columns alone are about 37 bytes a row: time, node, event, round, rank, world "
-                 f"size, latency, the detail's number), and a day of 32,768 hosts simulates and "
+                 "columns alone are about 39 bytes a row: time, node, event, round, rank, world "
+                 f"size, latency, the detail's number, the stamps), and a day of 32,768 hosts simulates and "
                  f"tabulates in {day32['simulate_s'] + day32['tables_s']:.0f} s here, so 54 days "
                  f"would take about {54 * (day32['simulate_s'] + day32['tables_s']) / 60:.0f} "
                  "minutes. It needs the events table streamed to disk during the run and the "
