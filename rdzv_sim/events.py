@@ -112,8 +112,8 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.NODE_EXCLUDED: ("failures", "slowdown", "why"), E.JOB_FAILED: ("why",),
 }
 # a field an event's row keeps as a number column of the events table, not in its JSON
-# detail: a value every row has its own of (a rank's latency), where text would cost the
-# most (45 bytes a row at 10^7 rows) and a reader would parse it back
+# detail: a value each row has its own of (a rank's latency), which as text would make every
+# row's detail distinct (details are held once each) and be parsed back by every reader
 COLUMN: dict[str, str] = {E.RANK_ASSIGNED.value: "latency"}
 NAMES = {e.value for e in Event}
 OWN: dict[str, tuple[str, ...]] = {}      # events a protocol of its own registered: name -> fields

@@ -93,3 +93,10 @@ def test_a_run_read_back_through_its_rows_is_the_same(name, sets):
     # (the values; the tracer's event categories also name the kinds `outputs.events` left out)
     pd.testing.assert_frame_equal(events_table(rows, sc.name, sc.seed), events,
                                   check_categorical=False)
+
+
+def test_a_table_saved_before_schema_2_reads_its_latency_from_the_detail():
+    old = pd.DataFrame({"t": [1.0, 2.0], "node": ["a", "b"], "event": ["rank_assigned", "join"],
+                        "round": [0, 0], "detail": ['{"digest":"d","latency":0.75,"nnodes":1}', '{"slot":1}']})
+    got = rank_details(old)
+    assert list(got["latency"]) == [0.75] and list(got["digest"]) == ["d"] and list(got["nnodes"]) == [1.0]
