@@ -78,7 +78,7 @@ class Tracer:
         self.names: list[str] = []
         self.kinds: list[str] = []
         self.fields: list[frozenset] = []        # each kind's detail fields (`rdzv_sim.events`)
-        self.columns: list[str | None] = []      # each kind's field kept as a column (COLUMN)
+        self.column_field: list[str | None] = []  # each kind's field kept as a column (COLUMN)
         self.details: list[str] = [""]           # each distinct detail once ("": none)
         self._name_ix: dict[str, int] = {}
         self._kind_ix: dict[str, int] = {}
@@ -114,7 +114,7 @@ class Tracer:
             event = check(event)                  # once per name: an unknown one is refused
             i = self._ix(self._kind_ix, self.kinds, event)
             self.fields.append(event_fields(event))
-            self.columns.append(COLUMN.get(event))
+            self.column_field.append(COLUMN.get(event))
         return i
 
     def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
@@ -134,7 +134,7 @@ class Tracer:
         self.round.append(NA if rnd is None else rnd)
         self.rank.append(NA if rank is None else rank)
         self.world_size.append(NA if world_size is None else world_size)
-        own = self.columns[ev]
+        own = self.column_field[ev]
         if own is not None and detail and own in detail:
             value = detail[own]
             self.latency.append(math.nan if value is None else value)
@@ -180,7 +180,7 @@ class Tracer:
               else self.codes(nodes))
         t = np.full(n, t, np.float64) if np.ndim(t) == 0 else np.asarray(t, np.float64)
         latency = math.nan
-        own = self.columns[ev]
+        own = self.column_field[ev]
         if fields is not None and own in fields:
             fields = dict(fields)
             value = fields.pop(own)
@@ -237,7 +237,8 @@ class Tracer:
                 det = self.details[col["detail"][i]]
                 lat = float(col["latency"][i])
                 if not math.isnan(lat):
-                    det = _encode({**(json.loads(det) if det else {}), self.columns[col["event"][i]]: lat})
+                    own = self.column_field[col["event"][i]]
+                    det = _encode({**(json.loads(det) if det else {}), own: lat})
                 out.append((float(b.t[i]), self.names[b.node[i]], kind, val(col["round"][i]),
                             val(rank[i]), val(col["world_size"][i]), det))
         return out
