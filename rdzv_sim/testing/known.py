@@ -113,7 +113,7 @@ C10D = (
               "the seats stay on the wait list (only new arrivals go to the redundancy list), so "
               "num_nodes_waiting stays > 0 and the members restart every round "
               f"(_RendezvousJoinOp, DynamicRendezvousHandler.num_nodes_waiting; {TORCH})",
-              lambda sc, v: sc.cluster.nodes > sc.max_nodes),
+              lambda sc, v: sc.hosts > sc.max_nodes),          # (hot spares are live nodes too)
         *(Known(inv, _REUSED) for inv in ("members_agree", "ranks_are_a_permutation",
                                            "every_member_accounted")),
         *(Known(inv, _SKEW, _skewed) for inv in
