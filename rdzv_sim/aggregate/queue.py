@@ -37,13 +37,23 @@ class Fifo:
         a = np.asarray(arrivals, dtype=float)
         if a.size == 0:
             return a
+        if a.size == 1 and isinstance(nbytes, int):     # a lone request (a frontier round's
+            t = max(float(a.flat[0]), self.free_at) + self.service(nbytes)   # joiners come
+            self.free_at = t                            # one by one): Lindley's step, as below
+            self.ops += 1
+            self.bytes += nbytes
+            return np.full(a.shape, t)
         order = np.argsort(a, kind="stable")
-        s = np.broadcast_to(np.asarray(self.service(np.asarray(nbytes, dtype=float)), dtype=float),
-                            a.shape)[order]
+        if isinstance(nbytes, int):                     # one size for all (the usual batch)
+            s = np.full(a.size, self.service(nbytes))
+            self.bytes += nbytes * a.size
+        else:
+            s = np.broadcast_to(np.asarray(self.service(np.asarray(nbytes, dtype=float)), dtype=float),
+                                a.shape)[order]
+            self.bytes += int(np.sum(np.broadcast_to(np.asarray(nbytes), a.shape)))
         dep_sorted = departures(a[order], s, self.free_at)
         self.free_at = float(dep_sorted[-1])
         self.ops += a.size
-        self.bytes += int(np.sum(np.broadcast_to(np.asarray(nbytes), a.shape)))
         out = np.empty_like(dep_sorted)
         out[order] = dep_sorted
         return out

@@ -199,9 +199,11 @@ class Tracer:
             return self._ix(self._detail_ix, self.details, texts)
         import pyarrow.compute as pc
         enc = pc.dictionary_encode(pc.fill_null(texts, ""))
-        known = np.array([self._ix(self._detail_ix, self.details, x)
-                          for x in enc.dictionary.to_pylist()], np.int32)
-        return known[enc.indices.to_numpy(zero_copy_only=False)]
+        texts = enc.dictionary.to_pylist()
+        known = list(map(self._detail_ix.get, texts))          # (a lookup in C a text)
+        for i in (i for i, k in enumerate(known) if k is None):
+            known[i] = self._ix(self._detail_ix, self.details, texts[i])
+        return np.array(known, np.int32)[enc.indices.to_numpy(zero_copy_only=False)]
 
     def _flush_rows(self) -> None:
         """The single events recorded so far become a block (keeps the order of recording)."""
