@@ -38,10 +38,24 @@ class Ring:
         return self.names[self.owner_indexes([self.index[m] for m in members], key_hashes)]
 
     def owner_indexes(self, members: np.ndarray, key_hashes: np.ndarray) -> np.ndarray:
-        """Each key's owner (an index into `hosts`) on the ring of `members` (indexes)."""
-        keep = _mask(len(self.hosts), members)[self.owner]
-        points, owner = self.points[keep], self.owner[keep]
-        return owner[np.searchsorted(points, key_hashes) % len(points)]
+        """Each key's owner (an index into `hosts`) on the ring of `members` (indexes): its
+        first point at or after the key, wrapping. Where most hosts are members (a frontier
+        round), each key walks the whole ring from its place to the first member's point, a
+        step or two; else the members' points are taken out first."""
+        on = _mask(len(self.hosts), members)
+        if on.sum() * 4 < len(self.hosts):
+            keep = on[self.owner]
+            points, owner = self.points[keep], self.owner[keep]
+            return owner[np.searchsorted(points, key_hashes) % len(points)]
+        n = len(self.points)
+        at = np.searchsorted(self.points, key_hashes) % n
+        owner = self.owner[at]
+        walk = np.flatnonzero(~on[owner])
+        while len(walk):
+            at[walk] = (at[walk] + 1) % n
+            owner[walk] = self.owner[at[walk]]
+            walk = walk[~on[owner[walk]]]
+        return owner
 
 
 def fair_share_moved(k: int, before: int, after: int, left: int, joined: int) -> int:

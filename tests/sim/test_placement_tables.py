@@ -59,3 +59,22 @@ def test_a_round_is_compared_with_the_round_before_it_in_its_line():
     ch = rank_changes(rounds, ranked_by_round(ev), lines)
     assert ch["ranks_changed"].tolist() == [0, 0, 0, 2]            # b2: 2 -> 0, b0: 0 -> 1
     assert ch["rank0_moved"].tolist() == [0, 0, 0, 1]
+
+
+def test_a_ring_walked_from_each_key_is_the_ring_of_its_members():
+    """Owners found by walking the whole ring to the first member's point are those of the
+    members' own ring (the points taken out first), for rounds of nearly all hosts (walked)
+    and of a few (taken out), wrap-around included."""
+    from rdzv_sim.placement import Ring
+    rng = np.random.default_rng(5)
+    ring = Ring([f"h{i}" for i in range(200)], 16)
+    keys = np.concatenate([rng.integers(0, 2 ** 63, 500, dtype=np.uint64),
+                           ring.points[[0, -1]], ring.points[[-1]] + np.uint64(1)])  # ends, past the last
+    for size in (200, 199, 150, 51, 40, 3, 1):
+        members = np.sort(rng.choice(200, size, replace=False))
+        on = np.zeros(200, bool)
+        on[members] = True
+        keep = on[ring.owner]
+        points, owner = ring.points[keep], ring.owner[keep]
+        want = owner[np.searchsorted(points, keys) % len(points)]
+        assert ring.owner_indexes(members, keys).tolist() == want.tolist(), size
