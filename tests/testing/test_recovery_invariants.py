@@ -56,6 +56,28 @@ def test_a_survivor_lost_while_the_world_shrinks_is_not_owed_a_rank():
     assert [v.invariant for v in shrunk_world_is_the_survivors(t, sc)] == ["shrunk_world_is_the_survivors"]
 
 
+def test_a_worker_failure_before_the_workers_run_kills_none():
+    """Host 0's worker failure comes before its workers start: there is nothing to kill, and the
+    shrink at host 1's keeps host 0 (a random seed found the checker dropping it). Near miss:
+    the same failure once host 0's workers run makes a world that keeps host 0 a violation."""
+    sc = load({"name": "inv", "seed": 0, "duration": 60, "fidelity": "per_operation",
+               "cluster": {"nodes": 3, "start_spread": 0}, "store": {"host": None},
+               "protocol": {"name": "c10d", "min_nodes": 1, "max_nodes": 3, "last_call_timeout": 1},
+               "agent": {"collective_timeout": 5, "monitor_interval": 0.5, "worker_start": 0,
+                         "recovery": "shrink"},
+               "faults": [{"kind": "worker_failure", "node": 0, "at": 0.2},
+                          {"kind": "worker_failure", "node": 1, "at": 1.2}]})
+    t = tables(sc)
+    ev = t["events"]
+    started = float(ev.loc[(ev["event"] == "workers_started") & (ev["node"] == "node0"), "t"].min())
+    early = (ev["event"] == "fault_worker_failure") & (ev["node"] == "node0")
+    assert float(ev.loc[early, "t"].iloc[0]) < started < 1.2
+    assert (ev["event"] == "shrink").any() and shrunk_world_is_the_survivors(t, sc) == []
+    ev.loc[early, "t"] = (started + 1.2) / 2                 # the same failure, its workers running
+    t["events"] = ev.sort_values("t", kind="stable")
+    assert [v.invariant for v in shrunk_world_is_the_survivors(t, sc)] == ["shrunk_world_is_the_survivors"]
+
+
 def test_an_in_place_world_under_in_job_is_caught():
     t = tables(SHRINK)
     assert recovers_as_its_mode_says(t, SHRINK) == []
