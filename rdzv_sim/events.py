@@ -111,10 +111,10 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.STORE_LEADER_ELECTED: ("member",), E.STORE_LEADER_LOST: ("member",),
     E.NODE_EXCLUDED: ("failures", "slowdown", "why"), E.JOB_FAILED: ("why",),
 }
-# a field an event's row keeps as a number column of the events table, not in its JSON
-# detail: a value each row has its own of (a rank's latency), which as text would make every
-# row's detail distinct (details are held once each) and be parsed back by every reader
-COLUMN: dict[str, str] = {E.RANK_ASSIGNED.value: "latency"}
+# events whose `latency` field is kept as the events table's `latency` number column, not in
+# their JSON detail: a value each row has its own of, which as text would make every row's
+# detail distinct (details are held once each) and be parsed back by every reader
+LATENCY: frozenset[str] = frozenset({E.RANK_ASSIGNED.value})
 NAMES = {e.value for e in Event}
 OWN: dict[str, tuple[str, ...]] = {}      # events a protocol of its own registered: name -> fields
 

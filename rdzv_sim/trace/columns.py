@@ -47,12 +47,18 @@ def as_objects(col: pd.Series) -> np.ndarray:
     use (a categorical's own to_numpy or iteration builds every label: the details' include a
     frontier round's member lists)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
-        used, at = inverse(col.cat.codes.to_numpy().astype(np.int64) + 1)
-        labels = np.empty(len(used), dtype=object)
-        labels[used > 0] = np.asarray(col.cat.categories.take(used[used > 0] - 1), dtype=object)
-        labels[used == 0] = None
+        used, at = codes_used(col.cat.codes.to_numpy())
+        labels = np.full(len(used), None, dtype=object)
+        labels[used >= 0] = np.asarray(col.cat.categories.take(used[used >= 0]), dtype=object)
         return labels[at]
     return col.to_numpy(dtype=object, na_value=None)
+
+
+def codes_used(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A categorical's codes that its rows use (-1: missing) and each row's place among them:
+    what a reader takes of its labels, not every label."""
+    used, at = inverse(codes.astype(np.int64) + 1)
+    return used - 1, at
 
 
 def inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

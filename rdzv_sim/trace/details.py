@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .columns import inverse
+from .columns import codes_used, inverse
 
 
 def details(df: pd.DataFrame) -> list[dict]:
@@ -23,10 +23,9 @@ def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...],
     field: only those are read (a round_closed row's member list is not built)."""
     mask = np.asarray(mask, dtype=bool)
     if isinstance(column.dtype, pd.CategoricalDtype):    # each distinct detail parsed once
-        codes = column.cat.codes.to_numpy()[mask]
-        used, at = inverse(codes.astype(np.int64) + 1)   # (the masked rows' own: one kind's)
-        texts = _arrow(column.cat.categories.array).take(pa.array(np.maximum(used - 1, 0)))
-        texts = _blank_where(pa.array(used == 0), texts)  # (code -1: no text)
+        used, at = codes_used(column.cat.codes.to_numpy()[mask])   # (one kind's rows' own)
+        texts = _arrow(column.cat.categories.array).take(pa.array(np.maximum(used, 0)))
+        texts = _blank_where(pa.array(used < 0), texts)   # (code -1: no text)
         once = _read(texts, fields, types)
         return {f: _numbers(v)[at] for f, v in once.items()}
     return _read(_arrow(column.array).filter(pa.array(mask)), fields, types)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..events import COLUMN, check, check_detail, fields as event_fields
+from ..events import LATENCY, check, check_detail, fields as event_fields
 from .columns import NA, labels_of, nullable_int32
 from .memory import give_back
 
@@ -78,7 +78,7 @@ class Tracer:
         self.names: list[str] = []
         self.kinds: list[str] = []
         self.fields: list[frozenset] = []        # each kind's detail fields (`rdzv_sim.events`)
-        self.column_field: list[str | None] = []  # each kind's field kept as a column (COLUMN)
+        self.timed: list[bool] = []               # each kind's latency a column (LATENCY)
         self.details: list[str] = [""]           # each distinct detail once ("": none)
         self._name_ix: dict[str, int] = {}
         self._kind_ix: dict[str, int] = {}
@@ -114,7 +114,7 @@ class Tracer:
             event = check(event)                  # once per name: an unknown one is refused
             i = self._ix(self._kind_ix, self.kinds, event)
             self.fields.append(event_fields(event))
-            self.column_field.append(COLUMN.get(event))
+            self.timed.append(event in LATENCY)
         return i
 
     def record(self, t, node, event, rnd=None, rank=None, world_size=None, detail=None):
@@ -134,11 +134,10 @@ class Tracer:
         self.round.append(NA if rnd is None else rnd)
         self.rank.append(NA if rank is None else rank)
         self.world_size.append(NA if world_size is None else world_size)
-        own = self.column_field[ev]
-        if own is not None and detail and own in detail:
-            value = detail[own]
+        if self.timed[ev] and detail and "latency" in detail:
+            value = detail["latency"]
             self.latency.append(math.nan if value is None else value)
-            text = _encode({k: v for k, v in detail.items() if k != own}) if len(detail) > 1 else ""
+            text = _encode({k: v for k, v in detail.items() if k != "latency"}) if len(detail) > 1 else ""
         else:
             self.latency.append(math.nan)
             text = _encode(detail) if detail else ""
@@ -180,10 +179,9 @@ class Tracer:
               else self.codes(nodes))
         t = np.full(n, t, np.float64) if np.ndim(t) == 0 else np.asarray(t, np.float64)
         latency = math.nan
-        own = self.column_field[ev]
-        if fields is not None and own in fields:
+        if self.timed[ev] and fields is not None and "latency" in fields:
             fields = dict(fields)
-            value = fields.pop(own)
+            value = fields.pop("latency")
             latency = value.astype(np.float64) if isinstance(value, np.ndarray) else float(value)
         detail = self._intern(_render(n, fields)) if fields else 0
         self._flush_rows()
@@ -239,8 +237,7 @@ class Tracer:
                 det = self.details[col["detail"][i]]
                 lat = float(col["latency"][i])
                 if not math.isnan(lat):
-                    own = self.column_field[col["event"][i]]
-                    det = _encode({**(json.loads(det) if det else {}), own: lat})
+                    det = _encode({**(json.loads(det) if det else {}), "latency": lat})
                 out.append((float(b.t[i]), self.names[b.node[i]], kind, val(col["round"][i]),
                             val(rank[i]), val(col["world_size"][i]), det))
         return out

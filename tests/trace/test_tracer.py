@@ -43,7 +43,7 @@ def test_a_latency_alone_leaves_no_detail():
 
 
 def test_a_field_of_another_event_named_latency_stays_in_its_detail():
-    """Only the events `rdzv_sim.events.COLUMN` names keep a field as a column (its near miss:
+    """Only the events `rdzv_sim.events.LATENCY` names keep a field as a column (its near miss:
     a latency fault's own fields are text)."""
     tr = Tracer()
     tr.record(1.0, "a", "fault_latency", detail={"delay": 0.5, "duration": 3.0, "hosts": ["a"]})
