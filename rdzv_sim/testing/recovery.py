@@ -36,13 +36,15 @@ def _worlds(events: pd.DataFrame) -> dict[int, tuple[float, list[str]]]:
 def _failures(events: pd.DataFrame, members, t0: float, t1: float):
     """(gone, gone with an unusable device, workers failed) among `members` in (t0, t1]: gone
     is crashed, or left the world before t1 (its agent exited: a preemption's notice); workers
-    failed once they ran (a worker failure on a host whose workers had not started kills none)."""
+    failed once they ran, from t0 on (a worker failure on a host whose workers had not started
+    kills none; with no worker_start they start as the ranks are given, at t0)."""
     ev = events[(events["t"] > t0) & (events["t"] <= t1)]
     crash = ev[(ev["event"] == "fault_crash") & ev["node"].isin(members)]
     left = set(ev.loc[(ev["event"] == "round_left") & ev["node"].isin(members) & (ev["t"] < t1), "node"])
     unusable = {n for n, d in zip(crash["node"], crash["detail"])
                 if isinstance(d, str) and d and json.loads(d).get("unusable")}
-    ran = ev[(ev["event"] == "workers_started") & ev["node"].isin(members)].groupby(
+    since = events[(events["t"] >= t0) & (events["t"] <= t1)]    # workers may start with the ranks
+    ran = since[(since["event"] == "workers_started") & since["node"].isin(members)].groupby(
         "node", observed=True)["t"].min().to_dict()
     wf = ev[(ev["event"] == "fault_worker_failure") & ev["node"].isin(members)]
     failed = {n for n, t in zip(wf["node"], wf["t"]) if n in ran and t >= ran[n]}

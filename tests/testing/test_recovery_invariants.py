@@ -78,6 +78,28 @@ def test_a_worker_failure_before_the_workers_run_kills_none():
     assert [v.invariant for v in shrunk_world_is_the_survivors(t, sc)] == ["shrunk_world_is_the_survivors"]
 
 
+def test_workers_that_start_with_their_ranks_can_fail_at_once():
+    """With no worker_start a host's workers start as its rank is given (the same instant): a
+    worker failure then on the lone host leaves no survivor, so shrink falls back below
+    min_nodes (CI's seed found the checker missing those workers). Near miss: the failure
+    before the ranks are given kills none, and the same fallback is caught."""
+    sc = load({"name": "inv", "seed": 0, "duration": 30, "fidelity": "per_operation",
+               "cluster": {"nodes": 1, "start_spread": 0}, "store": {"host": None},
+               "protocol": {"name": "hrw", "min_nodes": 1, "max_nodes": 1, "last_call_timeout": 0},
+               "agent": {"collective_timeout": 5, "worker_start": 0, "recovery": "shrink"},
+               "faults": [{"kind": "worker_failure", "node": 0, "at": 0.1}]})
+    t = tables(sc)
+    ev = t["events"]
+    ranked = float(ev.loc[(ev["event"] == "rank_assigned") & (ev["round"] == 0), "t"].min())
+    assert float(ev.loc[ev["event"] == "workers_started", "t"].min()) == ranked
+    assert json.loads(ev.loc[ev["event"] == "recovery_fallback", "detail"].iloc[0])["why"] == "below_min"
+    assert falls_back_only_when_due(t, sc) == []
+    failure = ev["event"] == "fault_worker_failure"
+    ev.loc[failure, "t"] = ranked / 2                      # before the workers run: kills none
+    t["events"] = ev.sort_values("t", kind="stable")
+    assert [v.invariant for v in falls_back_only_when_due(t, sc)] == ["falls_back_only_when_due"]
+
+
 def test_an_in_place_world_under_in_job_is_caught():
     t = tables(SHRINK)
     assert recovers_as_its_mode_says(t, SHRINK) == []
