@@ -96,14 +96,25 @@ def ranked_by_round(events: pd.DataFrame) -> Ranked:
     rnd, rank, codes = rnd[order], rank[order], codes[order].astype(np.int64)
     out = {}
     for a, b in runs(rnd):
-        c, r = codes[a:b], rank[a:b]
-        if len(distinct(c, len(names))) < len(c):       # a node twice: first place, last rank
-            _, first = np.unique(c, return_index=True)
-            _, last = np.unique(c[::-1], return_index=True)
-            o = np.argsort(first, kind="stable")
-            c, r = c[first][o], r[len(c) - 1 - last][o]
-        out[int(rnd[a])] = (c, r)
+        out[int(rnd[a])] = _once(codes[a:b], rank[a:b], len(names))
     return Ranked(names, out)
+
+
+def ranked_members(codes: np.ndarray, rank: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A round's rank rows (node codes in [0, size), ranks; in event order) as `Ranked` holds
+    them: in rank order (stable), a node once."""
+    o = np.argsort(rank, kind="stable")
+    return _once(codes[o], rank[o], size)
+
+
+def _once(c: np.ndarray, r: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rank-ordered rows with a node once: at its first place, with its last rank."""
+    if len(distinct(c, size)) < len(c):
+        _, first = np.unique(c, return_index=True)
+        _, last = np.unique(c[::-1], return_index=True)
+        o = np.argsort(first, kind="stable")
+        c, r = c[first][o], r[len(c) - 1 - last][o]
+    return c, r
 
 
 def line_positions(rounds: pd.DataFrame, lines) -> list[np.ndarray]:

@@ -8,6 +8,7 @@ import pandas as pd
 
 TABLES = ("events", "rounds", "summary", "store_load", "interruptions", "quorums")
 OPTIONAL = ("store_load", "interruptions", "quorums")
+SLICE = 1 << 22         # the events' rows the tables read at a time (what their scratch follows)
 
 
 @dataclass
@@ -52,24 +53,25 @@ class RunResult:
 
 def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
     """The tables of a run from its event rows: what every runtime returns."""
-    from .placement import rank_changes, ranked_by_round, shard_moves
-    from .trace import (events_table, rank_details, rounds_table, stamp, store_load_table,
-                        summary_table)
+    from .placement import rank_changes, shard_moves
+    from .trace import events_table, stamp, store_load_table, summary_table
     from .trace.memory import give_back
+    from .trace.rounds import fold_rounds
     sc = scenario
     events = events_table(rows, sc.name, sc.seed)
     give_back()                                      # the trace's pages, freed block by block
-    det = rank_details(events)                       # once: the rounds and the summary read it
+    fold = fold_rounds(events, SLICE)                # once: the rounds, ranks and latencies
+    rounds = fold.table(round_ops)
+    ranked = fold.ranked()                           # the rank changes and placement read it
+    det = {"latency": fold.latencies()}              # the summary reads it
+    del fold
     give_back()
-    rounds = rounds_table(events, round_ops, det)
-    give_back()
-    ranked = ranked_by_round(events)                 # once: the rank changes and modulo read it
     lines = sc.protocol.round_lines(sc, rounds["round"].to_numpy())
     rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
                                      sc.shards.ring_vnodes, ranked=ranked, lines=lines)
                          ).join(rank_changes(rounds, ranked, lines))
     from .training import evaluate, round_spans, training_model_of
-    spans = round_spans(events, sc.duration)          # once: the summary and training read it
+    spans = round_spans(events, sc.duration, SLICE)   # once: the summary and training read it
     training = None
     # a protocol whose job trains otherwise (per-step quorum) brings its own model, and
     # reports with it even without a training section

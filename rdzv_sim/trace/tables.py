@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import asof_by, distinct, label_codes, runs, stamp
+from .columns import stamp
 from .details import rank_details
+from .rounds import JOINS, rounds_table  # noqa: F401  (where they were)
 from .tracer import Tracer
 
 
@@ -37,76 +38,6 @@ def store_load_table(load: dict, bin_s: float, scenario: str, seed: int) -> pd.D
     df = pd.DataFrame({"t": [k * bin_s for k in keys], "bin_s": bin_s,
                        "ops": [load[k][0] for k in keys], "bytes": [load[k][1] for k in keys]})
     return stamp(df, scenario, seed)
-
-
-JOINS = ("join", "in_process_restart", "shrink")
-
-
-def rounds_table(events: pd.DataFrame, round_ops: dict | None = None,
-                 det: dict | None = None) -> pd.DataFrame:
-    """One row per completed round: when, who, how fast, how much store traffic. `det`: the
-    events' `rank_details`, when the caller has them already."""
-    mask = (events["event"] == "rank_assigned").to_numpy()
-    det = rank_details(events) if det is None else det
-    # a round starts at its first member's join: each member's latest join before its rank
-    # (a join's own round label is the round the node saw when it joined, which for c10d's
-    # wait list is the round before the one it ends up in); an in-place recovery (no store
-    # round) starts its round as a join does
-    at = np.flatnonzero(mask)                                 # the rank rows, in event order
-    t_all = events["t"].to_numpy(dtype=float)
-    node_all, labels = label_codes(events["node"])
-    joined = _latest_join(t_all, node_all, mask, events["event"].isin(JOINS).to_numpy())
-    # one slice of numpy arrays a round (a frontier round has 10^4 members: no frame a group)
-    rnd_all = events["round"].iloc[at].to_numpy(dtype=np.int64, na_value=-1)
-    order = np.argsort(rnd_all, kind="stable")               # by round, in event order within
-    rnd_all = rnd_all[order]
-    t = t_all[at][order]
-    joined = joined[order]
-    codes = node_all[at][order]
-    names_sorted = pd.Index(labels).is_monotonic_increasing
-    rank = events["rank"].iloc[at].to_numpy(dtype=np.int64, na_value=-1)[order]
-    ws = events["world_size"].iloc[at].to_numpy(dtype=float, na_value=np.nan)[order]
-    digest = np.asarray(det["digest"], dtype=object)[order]
-    nn = np.asarray(det["nnodes"])[order]
-    rows = []
-    for s, e in runs(rnd_all):
-        rnd, n = int(rnd_all[s]), e - s
-        j = joined[s:e]
-        start = float(np.nanmin(j)) if (~np.isnan(j)).any() else float(t[s:e].min())
-        end_t = float(t[s:e].max())
-        members = distinct(codes[s:e], len(labels))
-        names = labels[members].tolist()
-        w = ws[s:e]
-        w = w[~np.isnan(w)]
-        ops, nbytes = (round_ops or {}).get(rnd, (0, 0))
-        rows.append({
-            "round": rnd,
-            "start": start,
-            "end": end_t,
-            "latency": end_t - start,
-            "nnodes": len(members),
-            "world_size": int(w.max()),
-            "members": ",".join(names if names_sorted else sorted(names)),
-            "consistent": bool(len(pd.unique(digest[s:e])) == 1
-                               and len(pd.unique(nn[s:e])) == 1
-                               and len(members) == n
-                               and np.array_equal(np.sort(rank[s:e]), np.arange(n))
-                               and nn[s] == n
-                               and len(np.unique(w)) == 1),
-            "store_ops": int(ops),
-            "store_bytes": int(nbytes),
-        })
-    cols = ["round", "start", "end", "latency", "nnodes", "world_size", "members", "consistent",
-            "store_ops", "store_bytes"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def _latest_join(t: np.ndarray, node: np.ndarray, rank: np.ndarray, join: np.ndarray) -> np.ndarray:
-    """For each rank row (mask `rank`, in row order): the time of its node's latest join row
-    (mask `join`) at or before it, NaN if none (`asof_by`, backward)."""
-    ranked, joins = np.flatnonzero(rank), np.flatnonzero(join)
-    i = asof_by(node[ranked], t[ranked], node[joins], t[joins], forward=False)
-    return np.where(i >= 0, t[joins[np.maximum(i, 0)]] if len(joins) else np.nan, np.nan)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 import rdzv_sim
 from rdzv_sim.testing import check_safety
 from rdzv_sim.trace.details import rank_details, round_facts
-from rdzv_sim.trace.tables import _latest_join
+from rdzv_sim.trace.rounds import _latest_join
 
 RUNS = [("elastic-scale-up", ["fidelity=aggregate"]),
         ("rack-failure", ["fidelity=aggregate", "cluster.nodes=64", "protocol.min_nodes=32",
