@@ -105,7 +105,10 @@ def _run(sc, out, progress: bool, report: bool, csv: bool) -> None:
         formats = list(dict.fromkeys([*sc.outputs.formats, *(["csv"] if csv else [])]))
         with atomic_folder(target) as tmp:
             written = result.save(tmp, formats)
-            if report:
+            if report and result.events is None:
+                err_console.print("no report: a streamed run's figures (outputs.stream) would read "
+                                  "every host's events, which it does not hold; its tables are written")
+            elif report:
                 written.append(_report(result, tmp)["html"])
         written = [target / p.name for p in written]
     except OutputError as e:
@@ -150,7 +153,7 @@ def _compare(scenario, out, seed, set_, protocols, report=True, trust_includes=F
             for p, sc in scs.items():
                 result = run_api(sc)
                 result.save(tmp / p, sc.outputs.formats)
-                if report:
+                if report and result.events is not None:
                     _report(result, tmp / p)
                 rows.append(result.summary.iloc[0])
             table = pd.DataFrame(rows)

@@ -8,7 +8,7 @@ import pandas as pd
 
 TABLES = ("events", "rounds", "summary", "store_load", "interruptions", "quorums")
 OPTIONAL = ("store_load", "interruptions", "quorums")
-SLICE = 1 << 22         # the events' rows the tables read at a time (what their scratch follows)
+SLICE = 1 << 20         # the events' rows the tables read at a time (what their scratch follows)
 
 
 @dataclass
@@ -21,6 +21,8 @@ class RunResult:
     wall_s: float = 0.0
     interruptions: pd.DataFrame | None = None   # with a training model: where the time went
     quorums: pd.DataFrame | None = None         # per-step protocols: one row per quorum
+    # outputs.stream: the events on disk (`events` is None), read a slice at a time
+    spilled: object = None
 
     def tables(self) -> dict[str, pd.DataFrame | None]:
         """Every table by name (what reports, comparisons and checkers read)."""
@@ -33,6 +35,9 @@ class RunResult:
         written = []
         for name in TABLES:
             df = getattr(self, name)
+            if df is None and name == "events" and self.spilled is not None:
+                written += _write_slices(self.spilled, out, formats)
+                continue
             if df is None:
                 continue
             for fmt in formats:
@@ -53,39 +58,111 @@ class RunResult:
 
 def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
     """The tables of a run from its event rows: what every runtime returns."""
-    from .placement import rank_changes, shard_moves
-    from .trace import events_table, stamp, store_load_table, summary_table
+    from .trace import events_table
+    from .trace.chunks import chunks
     from .trace.memory import give_back
-    from .trace.rounds import fold_rounds
-    sc = scenario
-    events = events_table(rows, sc.name, sc.seed)
+    events = events_table(rows, scenario.name, scenario.seed)
     give_back()                                      # the trace's pages, freed block by block
-    fold = fold_rounds(events, SLICE)                # once: the rounds, ranks and latencies
+    slices = lambda: (part for _, part in chunks(events, SLICE))    # noqa: E731
+    return tables(scenario, events, slices, stats, round_ops, load, load_bin)
+
+
+def tables(scenario, events, slices, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
+    """The tables of a run from its events, read as folds over `slices()` (the events in time
+    order, a slice at a time; twice): `events` is what the result holds (None: on disk)."""
+    from .placement import rank_changes, shard_moves
+    from .trace import stamp, store_load_table, summary_table
+    from .trace.memory import give_back
+    from .trace.rounds import RoundsFold
+    from .trace.thin import ThinFold
+    from .training import evaluate, training_model_of
+    from .training.spans import SpansFold
+    sc = scenario
+    fold, spans_fold, thin_fold = RoundsFold(), SpansFold(sc.duration), ThinFold()
+    for part in slices():
+        fold.feed(part)
+        spans_fold.starts(part)
+        thin_fold.feed(part)
+    for part in slices():
+        spans_fold.stops(part)
+    give_back()
     rounds = fold.table(round_ops)
     ranked = fold.ranked()                           # the rank changes and placement read it
     det = {"latency": fold.latencies()}              # the summary reads it
-    del fold
+    spans = spans_fold.table()                       # the summary and training read it
+    thin = thin_fold.table()                         # and these
+    del fold, spans_fold, thin_fold
     give_back()
     lines = sc.protocol.round_lines(sc, rounds["round"].to_numpy())
-    rounds = rounds.join(shard_moves(rounds, events, sc.shards.count, sc.shards.policies,
+    rounds = rounds.join(shard_moves(rounds, None, sc.shards.count, sc.shards.policies,
                                      sc.shards.ring_vnodes, ranked=ranked, lines=lines)
                          ).join(rank_changes(rounds, ranked, lines))
-    from .training import evaluate, round_spans, training_model_of
-    spans = round_spans(events, sc.duration, SLICE)   # once: the summary and training read it
     training = None
     # a protocol whose job trains otherwise (per-step quorum) brings its own model, and
     # reports with it even without a training section
     model = training_model_of(sc.protocol.name)
     if sc.training is not None or model is not None:
-        training = (model or evaluate)(events, rounds, sc, spans)
+        training = (model or evaluate)(thin, rounds, sc, spans)
         rounds = rounds.join(training.per_round(rounds))
     rounds = stamp(rounds, sc.name, sc.seed)
-    summary = summary_table(events, rounds, stats, sc.name, sc.seed,
+    summary = summary_table(thin, rounds, stats, sc.name, sc.seed,
                             training.summary if training is not None else None, spans, det)
     store_load = None if load is None else store_load_table(load, load_bin, sc.name, sc.seed)
     interruptions = None if training is None else stamp(training.interruptions, sc.name, sc.seed)
     quorums = None if training is None or training.quorums is None else stamp(training.quorums, sc.name, sc.seed)
     return RunResult(sc, events, rounds, summary, store_load, stats.wall_s, interruptions, quorums)
+
+
+def spill_to(tracer, rows: int | None = None):
+    """A `Spill` of `tracer` into a folder of its own (removed with the events read from it),
+    every `rows` rows (None: `SLICE`)."""
+    import tempfile
+    from .trace.spill import Spill
+    return Spill(tracer, tempfile.mkdtemp(prefix="rdzv-sim-events-"), rows or SLICE)
+
+
+def build_spilled(scenario, tracer, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
+    """`build`, for a run whose events went to disk (`outputs.stream`): the tables are folded
+    from there, and the result holds the events on disk, not in memory."""
+    import shutil
+    import weakref
+    sink, tracer.sink = tracer.sink, None
+    events = sink.close(scenario.name, scenario.seed)
+    weakref.finalize(events, shutil.rmtree, str(events.path.parent), True)
+    tracer.blocks, tracer.details = [], []            # all on disk now (the labels are the reader's)
+    result = tables(scenario, None, lambda: events.slices(SLICE), stats, round_ops, load, load_bin)
+    result.spilled = events
+    return result
+
+
+def _write_slices(events, out: Path, formats) -> list[Path]:
+    """The events table from disk, a slice at a time, as `save` writes one from memory (each
+    slice's labels those it uses: the run's details include every round's member list)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    written = []
+    for fmt in formats:
+        path = out / f"events.{fmt}"
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        writer = None
+        try:
+            for i, part in enumerate(events.slices(SLICE)):
+                part = part.copy()
+                for c in ("node", "event", "detail"):
+                    part[c] = part[c].cat.remove_unused_categories()
+                if fmt == "csv":
+                    part.to_csv(tmp, index=False, mode="w" if i == 0 else "a", header=i == 0)
+                    continue
+                table = pa.Table.from_pandas(part, preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table.cast(writer.schema) if table.schema != writer.schema else table)
+        finally:
+            if writer is not None:
+                writer.close()
+        tmp.replace(path)
+        written.append(path)
+    return written
 
 
 def load_tables(directory: str | Path) -> dict[str, pd.DataFrame]:

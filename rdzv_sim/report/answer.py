@@ -123,8 +123,9 @@ def opening(tables: dict, scenario: dict) -> list[str]:
            if not math.isnan(float(s["rdzv_latency_p50"])) else
            f"{int(s['nodes']):,} hosts{gpus}, the {s['protocol']} protocol, {span(duration)} "
            "simulated: no round formed."]
-    fault = _first_fault(tables["events"], tables["rounds"])
-    out.append(fault or "No fault was injected.")
+    if tables["events"] is not None:            # (a streamed run's are on disk)
+        fault = _first_fault(tables["events"], tables["rounds"])
+        out.append(fault or "No fault was injected.")
     out.append(_cost(s, duration))
     theory = _theory(s, scenario)
     if theory:

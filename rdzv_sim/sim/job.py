@@ -234,6 +234,7 @@ class Job:
         with quiet_gc():
             for i in range(1, slices + 1):
                 self.env.run(until=end * i / slices)
+                self.trace.finished(self.env.now)
                 if progress is not None:
                     progress(self.env.now, self.trace.max_round + 1)
         ops, nbytes = self.store_totals()

@@ -25,12 +25,22 @@ def nullable_int32(values: np.ndarray, missing: np.ndarray) -> pd.arrays.Integer
 def labels_of(codes: np.ndarray, values: list[str]) -> pd.Categorical:
     """A node or event column as a categorical: one small code a row instead of a string (a
     frontier run has 10^7 rows and a few thousand names); compares and groups like strings."""
-    order = np.argsort(np.array(values, dtype=object), kind="stable")   # sorted categories:
-    small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
-    remap = np.empty(len(values), dtype=small)                          # sorting by node or
-    remap[order] = np.arange(len(values), dtype=small)                  # event sorts by name
-    return pd.Categorical.from_codes(remap[codes],
-                                     pd.Index([values[i] for i in order], dtype="str"))
+    return Labels(values)(codes)
+
+
+class Labels:
+    """`labels_of` for many columns of codes into the same `values`: the sorted categories
+    (sorting by node or event sorts by name) are built once."""
+
+    def __init__(self, values: list[str]):
+        order = np.argsort(np.array(values, dtype=object), kind="stable")
+        small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
+        self.remap = np.empty(len(values), dtype=small)
+        self.remap[order] = np.arange(len(values), dtype=small)
+        self.dtype = pd.CategoricalDtype(pd.Index([values[i] for i in order], dtype="str"))
+
+    def __call__(self, codes: np.ndarray) -> pd.Categorical:
+        return pd.Categorical.from_codes(self.remap[codes], dtype=self.dtype)
 
 
 def label_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:

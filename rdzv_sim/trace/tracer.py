@@ -62,6 +62,14 @@ class _Block:
     detail: int | np.ndarray      # int32 codes into Tracer.details
 
 
+def _part(b: _Block, m: np.ndarray) -> _Block:
+    """The rows of block `b` where `m` holds."""
+    def cut(v):
+        return v[m] if isinstance(v, np.ndarray) else v
+    return _Block(b.t[m], b.node[m], cut(b.event), cut(b.round), cut(b.world_size),
+                  None if b.rank is None else b.rank[m], cut(b.latency), cut(b.detail))
+
+
 class Tracer:
     """Collects events as they happen and builds the events table once at the end. Single
     events go to typed arrays; many at once (`record_many`, what the aggregate fidelity writes
@@ -90,6 +98,13 @@ class Tracer:
         # waits for one: rdzv_sim.scenario.faults.After); empty, recording costs nothing more
         self.listeners: list = []
         self.max_round = -1
+        self.sink = None                          # a `Spill`: rows before the clock go to disk
+
+    def finished(self, now: float) -> None:
+        """The runtime's clock is at `now` and it never records behind it: with a sink, once
+        enough rows are held, those before `now` are written out."""
+        if self.sink is not None and len(self) >= self.sink.rows:
+            self.sink.write(now)
 
     def _new_rows(self) -> None:
         self.t = array("d")
@@ -248,6 +263,12 @@ class Tracer:
         and no column passes through a wider type than its own."""
         self._flush_rows()
         blocks, self.blocks = self.blocks, []
+        return self._columns(blocks, pandas=True)
+
+    def _columns(self, blocks: list[_Block], pandas: bool) -> dict:
+        """`blocks`' rows as columns in time order (stable): pandas' (categoricals, nullable
+        ints) or raw (the labels' codes; ints and a missing mask), each block's arrays dropped
+        as they are copied."""
         sizes = [len(b.t) for b in blocks]
         t = self._column(blocks, sizes, "t", np.float64)
         order = None
@@ -262,11 +283,12 @@ class Tracer:
 
         def labels(attr, values):
             small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
-            return labels_of(pick(self._column(blocks, sizes, attr, small)), values)
+            codes = pick(self._column(blocks, sizes, attr, small if pandas else np.int32))
+            return labels_of(codes, values) if pandas else codes
 
         def ints(attr):
             values, missing = self._ints(blocks, sizes, attr)
-            return nullable_int32(pick(values), pick(missing))
+            return nullable_int32(pick(values), pick(missing)) if pandas else (pick(values), pick(missing))
 
         cols = {"t": t, "node": labels("node", self.names), "event": labels("event", self.kinds)}
         for c in ("round", "rank", "world_size"):
@@ -276,6 +298,24 @@ class Tracer:
         cols["detail"] = labels("detail", self.details)
         give_back()
         return cols
+
+    def take_before(self, before: float) -> dict:
+        """The rows recorded so far with a time before `before`, as raw columns in time order
+        (`_columns`), taken out of the tracer: what a runtime that never records behind its
+        clock has finished with."""
+        self._flush_rows()
+        going, staying = [], []
+        for b in self.blocks:
+            m = b.t < before
+            if m.all():
+                going.append(b)
+            elif m.any():
+                going.append(_part(b, m))
+                staying.append(_part(b, ~m))
+            else:
+                staying.append(b)
+        self.blocks = staying
+        return self._columns(going, pandas=False)
 
     @staticmethod
     def _column(blocks, sizes, attr, dtype) -> np.ndarray:
