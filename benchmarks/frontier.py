@@ -45,10 +45,21 @@ def child(name: str, overrides: list[str], report: bool) -> dict:
     t0 = time.perf_counter()
     sc = load(name, overrides)
     sim = AggregateJob(sc) if sc.fidelity == "aggregate" else Simulation(sc)
+    stream = getattr(sc.outputs, "stream", False)          # (a commit before it has none)
+    if stream:
+        from rdzv_sim.result import spill_to
+        sim.trace.sink = spill_to(sim.trace)
     t1 = time.perf_counter()
     stats = sim.run(None)
     t2 = time.perf_counter()
-    r = build(sc, sim.trace, stats, *sim.store_work())
+    if stream:
+        from rdzv_sim.result import build_spilled
+        work = sim.store_work()
+        trace = sim.trace
+        del sim
+        r = build_spilled(sc, trace, stats, *work)
+    else:
+        r = build(sc, sim.trace, stats, *sim.store_work())
     t3 = time.perf_counter()
     rep = None
     if report:
@@ -60,7 +71,8 @@ def child(name: str, overrides: list[str], report: bool) -> dict:
     use = resource.getrusage(resource.RUSAGE_SELF)
     return {"setup_s": t1 - t0, "simulate_s": t2 - t1, "tables_s": t3 - t2, "report_s": rep,
             "rss_gb": use.ru_maxrss / 2**20, "user_s": use.ru_utime, "sys_s": use.ru_stime,
-            "events": int(len(r.events)), "sim_events": int(stats.sim_events),
+            "events": int(len(r.events) if r.events is not None else len(r.spilled)),
+            "sim_events": int(stats.sim_events), "streamed": bool(stream),
             "rounds": int(s["rounds_completed"]), "ettr": float(s["ettr"]),
             "goodput": float(s["goodput"]),
             "interruptions": None if r.interruptions is None else int(len(r.interruptions))}
@@ -74,7 +86,8 @@ def one(label: str, name: str, overrides: list[str], report: bool, timeout: floa
     script, env = __file__, None
     if root is not None:
         script, env = str(root / "benchmarks" / "frontier.py"), os.environ | {"PYTHONPATH": str(root)}
-        overrides = [o for o in overrides if not o.startswith("outputs.events=")]   # newer than it
+        overrides = [o for o in overrides                     # newer than it
+                     if not o.startswith(("outputs.events=", "outputs.stream="))]
     try:
         p = subprocess.run([sys.executable, script, "--child", name, json.dumps(overrides),
                             str(int(report))], capture_output=True, text=True, timeout=timeout,
@@ -303,6 +316,12 @@ def main() -> None:
         # every host's steps, for what that costs
         run("hrw 12,288 x 7 d, all events", "frontier-100k", sets(12288, 7) + ["outputs.events=all"],
             True, {"hosts": 12288, "days": 7})
+        # outputs.stream: the events on disk as the run goes, the tables folded from there (the
+        # commit before holds them in memory: beside it, the week it can run)
+        run("hrw 12,288 x 7 d, streamed", "frontier-100k", sets(12288, 7) + ["outputs.stream=true"],
+            False, {"hosts": 12288, "days": 7}, against=True)
+        run("hrw 32,768 x 54 d, streamed", "frontier-100k", sets(32768, 54) + ["outputs.stream=true"],
+            False, {"hosts": 32768, "days": 54})
         for label, name, o, days in (("c10d 2,048 x 1 d", "frontier-100k", sets(2048, 1, "c10d"), 1),
                                      ("llama3-54d", "llama3-54d", ["fidelity=aggregate"], 54),
                                      ("c10d-2048-crash (per operation)", "c10d-2048-crash", [], round(2400 / DAY, 3)),
@@ -311,7 +330,8 @@ def main() -> None:
     if base is not None:
         subprocess.run(["git", "worktree", "remove", "--force", str(base)], capture_output=True,
                        cwd=Path(__file__).parent)
-    hrw = [r for r in rows if r["label"].startswith("hrw") and "all events" not in r["label"]]
+    hrw = [r for r in rows if r["label"].startswith("hrw") and "all events" not in r["label"]
+           and "streamed" not in r["label"]]
     for r in hrw:
         if "error" not in r:
             r["total_s"] = r["setup_s"] + r["simulate_s"] + r["tables_s"]

@@ -10,14 +10,14 @@ placement that keeps HRW's owners must move, and what a minimal one moves exactl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from hrw import Shortlist, kernels
 
-from .trace import distinct, label_codes, runs
+from .trace import distinct
+from .trace.ranked import Ranked, ranked_by_round  # noqa: F401  (the placement reads them)
 
 
 class Ring:
@@ -73,48 +73,6 @@ def _mask(size: int, at: np.ndarray) -> np.ndarray:
     on = np.zeros(size, dtype=bool)
     on[at] = True
     return on
-
-
-@dataclass
-class Ranked:
-    """The rank_assigned events by round: each round's nodes (codes into `names`) and their
-    node ranks, in rank order; a node once, at its last rank. Codes, not names: a frontier
-    round has 10^4 members, and sets of names cost a Python object each."""
-    names: np.ndarray                 # node labels (object)
-    rounds: dict                      # round -> (codes, ranks)
-
-    def of(self, rnd) -> tuple[np.ndarray, np.ndarray]:
-        return self.rounds.get(int(rnd), (_NONE, _NONE))
-
-
-def ranked_by_round(events: pd.DataFrame) -> Ranked:
-    """Every round's nodes that learned their rank in it, in rank order (`Ranked`)."""
-    ranked = events.loc[(events["event"] == "rank_assigned").to_numpy(), ["node", "round", "rank"]]
-    codes, names = label_codes(ranked["node"])
-    rnd, rank = ranked["round"].to_numpy(dtype=np.int64), ranked["rank"].to_numpy(dtype=np.int64)
-    order = np.lexsort((rank, rnd))                       # by round, then rank (stable)
-    rnd, rank, codes = rnd[order], rank[order], codes[order].astype(np.int64)
-    out = {}
-    for a, b in runs(rnd):
-        out[int(rnd[a])] = _once(codes[a:b], rank[a:b], len(names))
-    return Ranked(names, out)
-
-
-def ranked_members(codes: np.ndarray, rank: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """A round's rank rows (node codes in [0, size), ranks; in event order) as `Ranked` holds
-    them: in rank order (stable), a node once."""
-    o = np.argsort(rank, kind="stable")
-    return _once(codes[o], rank[o], size)
-
-
-def _once(c: np.ndarray, r: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rank-ordered rows with a node once: at its first place, with its last rank."""
-    if len(distinct(c, size)) < len(c):
-        _, first = np.unique(c, return_index=True)
-        _, last = np.unique(c[::-1], return_index=True)
-        o = np.argsort(first, kind="stable")
-        c, r = c[first][o], r[len(c) - 1 - last][o]
-    return c, r
 
 
 def line_positions(rounds: pd.DataFrame, lines) -> list[np.ndarray]:

@@ -129,7 +129,7 @@ def build_spilled(scenario, tracer, stats, round_ops=None, load=None, load_bin: 
     sink, tracer.sink = tracer.sink, None
     events = sink.close(scenario.name, scenario.seed)
     weakref.finalize(events, shutil.rmtree, str(events.path.parent), True)
-    tracer.blocks, tracer.details = [], []            # all on disk now (the labels are the reader's)
+    tracer.blocks = []                                # all on disk now (the labels are the reader's)
     result = tables(scenario, None, lambda: events.slices(SLICE), stats, round_ops, load, load_bin)
     result.spilled = events
     return result

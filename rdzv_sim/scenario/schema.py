@@ -136,10 +136,9 @@ class Outputs(Strict):
     # digest, master and size) is recorded once, on its round_closed row; hosts: on each
     # member's rank_assigned row as well (docs/simulating.md)
     trace: Literal["rounds", "hosts"] = "rounds"
-    # true: the events go to disk as the run finishes with them and the tables are folded from
-    # there (a run of 10^8 rows in a few GB); the result holds no events table in memory, and
+    # a run of 10^8 rows in a few GB; the result then holds no events table in memory, and
     # events.parquet is written from disk (docs/simulating.md)
-    stream: bool = False
+    stream: bool = False                     # the events to disk as the run goes, the tables folded from there
 
 
 

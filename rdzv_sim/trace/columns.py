@@ -32,12 +32,14 @@ class Labels:
     """`labels_of` for many columns of codes into the same `values`: the sorted categories
     (sorting by node or event sorts by name) are built once."""
 
-    def __init__(self, values: list[str]):
+    def __init__(self, values: list[str], copy: bool = True):
         order = np.argsort(np.array(values, dtype=object), kind="stable")
         small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
         self.remap = np.empty(len(values), dtype=small)
         self.remap[order] = np.arange(len(values), dtype=small)
-        self.dtype = pd.CategoricalDtype(pd.Index([values[i] for i in order], dtype="str"))
+        # copy=False: the categories are `values`' own strings (a long run's details hold every
+        # round's member list: a GB at 32,768 hosts and 54 days), not a copy in Arrow
+        self.dtype = pd.CategoricalDtype(pd.Index([values[i] for i in order], dtype="str" if copy else object))
 
     def __call__(self, codes: np.ndarray) -> pd.Categorical:
         return pd.Categorical.from_codes(self.remap[codes], dtype=self.dtype)

@@ -78,7 +78,7 @@ class RoundsFold:
         rnd = events["round"].iloc[at].to_numpy(dtype=np.int64, na_value=-1)
         order = np.argsort(rnd, kind="stable")               # by round, in event order within
         rnd, t, joined, codes = rnd[order], t[at][order], joined[order], node[at][order]
-        rank = events["rank"].iloc[at].to_numpy(dtype=np.int64, na_value=-1)[order]
+        rank = events["rank"].iloc[at].to_numpy(dtype=np.int32, na_value=-1)[order]
         ws = events["world_size"].iloc[at].to_numpy(dtype=float, na_value=np.nan)[order]
         digest, nn = np.asarray(digest, dtype=object)[order], nn[order]
         for s, e in runs(rnd):
@@ -91,13 +91,13 @@ class RoundsFold:
             r.codes.append(codes[s:e])
             r.ranks.append(rank[s:e])
             w = ws[s:e]
-            r.world_sizes.update(w[~np.isnan(w)].tolist())
+            r.world_sizes.update(np.unique(w[~np.isnan(w)]).tolist())
             missing = np.isnan(nn[s:e])                      # its round's facts fill both
             if len(r.codes) == 1:                            # the round's first row
                 r.first_nn = None if missing[0] else float(nn[s])
             r.without_facts |= bool(missing.any())
-            r.digests.update(digest[s:e][~missing].tolist())
-            r.nnodes.update(nn[s:e][~missing].tolist())
+            r.digests.update(pd.unique(digest[s:e][~missing]).tolist())
+            r.nnodes.update(np.unique(nn[s:e][~missing]).tolist())
 
     def table(self, round_ops: dict | None = None) -> pd.DataFrame:
         labels = self.labels if self.labels is not None else np.zeros(0, dtype=object)
@@ -136,7 +136,7 @@ class RoundsFold:
 
     def ranked(self):
         """Every round's ranked members (`rdzv_sim.placement.Ranked`)."""
-        from ..placement import Ranked, ranked_members
+        from .ranked import Ranked, ranked_members
         out = {}
         for rnd, r in self.rounds.items():
             codes = np.concatenate(r.codes).astype(np.int64)

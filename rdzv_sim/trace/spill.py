@@ -96,7 +96,7 @@ class SpilledEvents:
                  scenario: str, seed: int, rows: int):
         self.path, self.late, self.windows = Path(path), late, list(windows)
         self.scenario, self.seed, self.rows = scenario, seed, rows
-        self.labels = {"node": Labels(names), "event": Labels(kinds), "detail": Labels(details)}
+        self.labels = {"node": Labels(names), "event": Labels(kinds), "detail": Labels(details, copy=False)}
 
     def __len__(self) -> int:
         return self.rows

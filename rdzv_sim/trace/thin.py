@@ -1,6 +1,7 @@
 """The events a run's summary and training models read, without a row per host per round: every
-event of a kind not in `BULK`, and of those, the first of each (kind, round, detail). What the
-models ask of the bulk (when a round's first member left, and why) is the same of both."""
+event of a kind not in `BULK`, and of those, the first of each kind and round (of round_left,
+of each reason too: its detail). What the models ask of the bulk (when a round's first member
+left, and why) is the same of both."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +13,7 @@ from .columns import label_codes
 # each host's own steps of each round: 10^8 rows on a frontier run of weeks; the tables fold them
 BULK = frozenset({"rendezvous_start", "join", "confirmed", "rank_assigned", "workers_started",
                   "round_left"})
+BY_DETAIL = frozenset({"round_left"})        # the first of each of its details (a join's is its slot)
 
 
 class ThinFold:
@@ -38,16 +40,17 @@ class ThinFold:
 
 
 def _firsts(events: pd.DataFrame, at: np.ndarray, kind: np.ndarray, kinds) -> tuple[list, list]:
-    """The rows among `at` first of their (kind, round, detail) here, and their keys: one
-    integer a row from a categorical's codes (the same across slices), else the texts."""
+    """The rows among `at` first of their (kind, round, detail of `BY_DETAIL`) here, and their
+    keys: one integer a row from a categorical's codes (the same across slices), else texts."""
     rnd = events["round"].iloc[at].to_numpy(dtype=np.int64, na_value=-1) + 1
     col = events["detail"]
+    by_detail = np.isin(kind[at], [i for i, k in enumerate(kinds) if k in BY_DETAIL])
     if isinstance(col.dtype, pd.CategoricalDtype) and isinstance(events["event"].dtype, pd.CategoricalDtype):
-        detail = col.cat.codes.to_numpy()[at].astype(np.int64) + 1
+        detail = np.where(by_detail, col.cat.codes.to_numpy()[at].astype(np.int64) + 1, 0)
         key = (rnd * len(kinds) + kind[at]) * (len(col.cat.categories) + 1) + detail
         _, first = np.unique(key, return_index=True)
         return at[first].tolist(), key[first].tolist()
-    texts = col.iloc[at].fillna("").astype(str).to_numpy()
+    texts = np.where(by_detail, col.iloc[at].fillna("").astype(str).to_numpy(), "")
     groups = pd.DataFrame({"kind": kinds[kind[at]], "detail": texts, "round": rnd})
     first = groups.drop_duplicates()
     return at[first.index.to_numpy()].tolist(), list(first.itertuples(index=False, name=None))
