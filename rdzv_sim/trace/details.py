@@ -24,7 +24,7 @@ def parse_details(column: pd.Series, mask: np.ndarray, fields: tuple[str, ...],
     mask = np.asarray(mask, dtype=bool)
     if isinstance(column.dtype, pd.CategoricalDtype):    # each distinct detail parsed once
         used, at = codes_used(column.cat.codes.to_numpy()[mask])   # (one kind's rows' own)
-        texts = _arrow(column.cat.categories.array).take(pa.array(np.maximum(used, 0)))
+        texts = _arrow(column.cat.categories.take(np.maximum(used, 0)).array)   # (those only)
         texts = _blank_where(pa.array(used < 0), texts)   # (code -1: no text)
         once = _read(texts, fields, types)
         return {f: _numbers(v)[at] for f, v in once.items()}
@@ -37,7 +37,10 @@ def _arrow(values) -> pa.Array:
         texts = pa.array(values)
     except (TypeError, pa.ArrowInvalid):
         texts = pa.array(pd.Series(values).fillna("").astype(str).tolist(), pa.large_string())
-    return texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
+        texts = texts.cast(pa.string())              # (none at all: Arrow's null type)
+    return texts
 
 
 def _blank_where(empty: pa.Array, texts: pa.Array) -> pa.Array:

@@ -103,8 +103,8 @@ class SpilledEvents:
 
     def slices(self, rows: int | None = None):
         late = _read_all(self.late) if self.late is not None else None
-        with pa.memory_map(str(self.path)) as source:
-            reader = pa.ipc.open_file(source)
+        with pa.OSFile(str(self.path)) as source:       # (read, not mapped: a mapped file's
+            reader = pa.ipc.open_file(source)           # pages stay in the process's RSS)
             for i, (lo, hi) in enumerate(self.windows):
                 batch = reader.get_batch(i)
                 if late is not None:                  # this window's late rows, after its own
@@ -142,7 +142,7 @@ class SpilledEvents:
 
 def _read_all(path: Path) -> pa.Table:
     """The late rows, in time order (stable: as recorded)."""
-    with pa.memory_map(str(path)) as source:
+    with pa.OSFile(str(path)) as source:
         table = pa.ipc.open_file(source).read_all()
     order = np.argsort(table.column("t").to_numpy(), kind="stable")
     return table.take(pa.array(order)).combine_chunks()
