@@ -70,10 +70,13 @@ def run(
                   trust_includes=trust_includes)
     except ScenarioError as e:
         _fail(e.messages)
-    from .estimate import LIMIT_S, estimate
+    from .estimate import LIMIT_S, estimate, stream_hint
     cost = estimate(sc)
     if cost.seconds > LIMIT_S and not long:
         _fail([cost.message()])
+    hint = stream_hint(sc)
+    if hint:
+        err_console.print(hint, highlight=False)
     try:
         _run(sc, out, progress, report, csv)
     except KeyboardInterrupt:

@@ -13,6 +13,12 @@ LIMIT_S = 600.0                 # longer than this needs --long on the command l
 
 OVERHEAD_S = 0.06               # a run's own cost: set-up, tables (reports/estimates.md)
 PLACEMENT = 1.2e-8              # the shard-moves table's shortlists: seconds a shard and host
+# a run's events in memory, at its peak: bytes a row (frontier-100k's week: 1.6 GB, 19 million
+# rows; reports/frontier.md), and rows a host and round (its join, rank, workers and leaving;
+# outputs.events all adds its rendezvous start and confirmation)
+BYTES_A_ROW = 70
+ROWS_A_HOST_ROUND = {"lean": 4, "all": 6}
+HOLD_GB = 4.0                   # a run that would hold more is told of outputs.stream
 PER_STORE_OP = 1.2e-5           # c10d per-operation: seconds per store request (reports/estimates.md)
 
 
@@ -102,3 +108,19 @@ def estimate(sc) -> Estimate:
 def placement_s(sc) -> float:
     """The shard-moves table's shortlists: every shard ranked over every host, once."""
     return PLACEMENT * sc.shards.count * sc.hosts
+
+
+def events_gb(sc) -> float:
+    """How much memory the run's events could take held in memory, at its peak (`rounds`
+    counts a round a failure and a repair: an upper bound where they fall together)."""
+    return rounds(sc) * sc.hosts * ROWS_A_HOST_ROUND[sc.outputs.events] * BYTES_A_ROW / 1e9
+
+
+def stream_hint(sc) -> str | None:
+    """A line for a run whose events would take more than `HOLD_GB` held in memory."""
+    gb = events_gb(sc)
+    if sc.outputs.stream or gb <= HOLD_GB:
+        return None
+    return (f"this run's events could take up to {gb:,.0f} GB held in memory (a round for each "
+            "failure and each repair; fewer where they fall together): --set outputs.stream=true "
+            "keeps them on disk and folds the tables from there (docs/simulating.md)")

@@ -89,3 +89,19 @@ def test_thin_events_keep_each_bulk_groups_first_row_and_every_other():
         assert list(zip(got["t"], got["node"].astype(str))) == [(1.0, "a"), (2.0, "c"), (3.0, "a"),
                                                                  (3.0, "b"), (4.0, "a")]
     assert np.array_equal(thin(ev.iloc[:0])["t"], [])
+
+
+def test_a_run_whose_events_would_not_fit_is_told_of_streaming():
+    """32,768 hosts for 54 days would hold tens of GB of events; the bundled week about one
+    (no hint); the same long run streamed needs none."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from frontier import sets
+
+    from rdzv_sim.estimate import HOLD_GB, events_gb, stream_hint
+    from rdzv_sim.scenario import load
+    long = load("frontier-100k", sets(32768, 54))
+    assert events_gb(long) > 4 * HOLD_GB and "outputs.stream=true" in stream_hint(long)
+    assert events_gb(load("frontier-100k")) < HOLD_GB and stream_hint(load("frontier-100k")) is None
+    assert stream_hint(load("frontier-100k", sets(32768, 54) + ["outputs.stream=true"])) is None
