@@ -122,10 +122,13 @@ def _line_moves(rnds, ranked: Ranked, count: int, policies, vnodes: int, seed: i
     out = _move_columns(policies)
     keys = np.arange(count)
     names = ranked.names
-    members = [distinct(ranked.of(rnd)[0], len(names)) for rnd in rnds]
     if len(rnds) == 1:                   # nothing to move from: no placement to compute
         return {k: [0] for k in out}
-    seen = np.unique(np.concatenate(members))
+    mark = np.zeros(len(names), dtype=bool)            # every host of the line (its members,
+    for rnd in rnds:                                   # a round at a time: 10^8 at the frontier)
+        mark[ranked.of(rnd)[0]] = True
+    seen = np.flatnonzero(mark)
+    members = (distinct(ranked.of(rnd)[0], len(names)) for rnd in rnds)
     hosts = names[seen].tolist()
     ring, on_ring, kh = None, None, None
     if "ring" in policies:

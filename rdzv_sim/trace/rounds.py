@@ -105,7 +105,10 @@ class RoundsFold:
         rows = []
         for rnd in sorted(self.rounds):
             r = self.rounds[rnd]
+            if r.codes is None:
+                raise RuntimeError("RoundsFold.table after ranked: the members were handed over")
             codes, rank = np.concatenate(r.codes), np.concatenate(r.ranks)
+            r.codes, r.ranks = [codes], [rank]               # (one array a round from now on)
             n = len(codes)
             facts = self.facts.get(rnd, {})
             digests, nns, first_nn = set(r.digests), {_key(x) for x in r.nnodes}, r.first_nn
@@ -135,12 +138,13 @@ class RoundsFold:
         return pd.DataFrame(rows, columns=COLUMNS)
 
     def ranked(self):
-        """Every round's ranked members (`rdzv_sim.placement.Ranked`)."""
+        """Every round's ranked members (`Ranked`), handed over: the fold keeps no members
+        after it (call `table` first)."""
         from .ranked import Ranked, ranked_members
         out = {}
         for rnd, r in self.rounds.items():
-            codes = np.concatenate(r.codes).astype(np.int64)
-            rank = np.concatenate(r.ranks).astype(np.int64)
+            codes, rank = np.concatenate(r.codes).astype(np.int32), np.concatenate(r.ranks)
+            r.codes = r.ranks = None
             out[rnd] = ranked_members(codes, rank, len(self.labels))
         return Ranked(self.labels, out)
 
