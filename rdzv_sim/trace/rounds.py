@@ -88,8 +88,8 @@ class RoundsFold:
                 r.joined = min(r.joined, float(np.nanmin(j)))
             r.first_t = min(r.first_t, float(t[s:e].min()))
             r.end = max(r.end, float(t[s:e].max()))
-            r.codes.append(codes[s:e])
-            r.ranks.append(rank[s:e])
+            r.codes.append(codes[s:e].copy())                # (not views: the slice's own
+            r.ranks.append(rank[s:e].copy())                 # arrays go with the slice)
             w = ws[s:e]
             r.world_sizes.update(np.unique(w[~np.isnan(w)]).tolist())
             missing = np.isnan(nn[s:e])                      # its round's facts fill both
@@ -107,7 +107,7 @@ class RoundsFold:
             r = self.rounds[rnd]
             if r.codes is None:
                 raise RuntimeError("RoundsFold.table after ranked: the members were handed over")
-            codes, rank = np.concatenate(r.codes), np.concatenate(r.ranks)
+            codes, rank = _one(r.codes), _one(r.ranks)
             r.codes, r.ranks = [codes], [rank]               # (one array a round from now on)
             n = len(codes)
             facts = self.facts.get(rnd, {})
@@ -143,7 +143,7 @@ class RoundsFold:
         from .ranked import Ranked, ranked_members
         out = {}
         for rnd, r in self.rounds.items():
-            codes, rank = np.concatenate(r.codes).astype(np.int32), np.concatenate(r.ranks)
+            codes, rank = _one(r.codes).astype(np.int32, copy=False), _one(r.ranks)
             r.codes = r.ranks = None
             out[rnd] = ranked_members(codes, rank, len(self.labels))
         return Ranked(self.labels, out)
@@ -151,6 +151,10 @@ class RoundsFold:
     def latencies(self) -> np.ndarray:
         """Every rank row's latency (NaN: none), in event order."""
         return np.concatenate(self._latencies) if self._latencies else np.zeros(0)
+
+
+def _one(parts: list) -> np.ndarray:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _key(x: float):

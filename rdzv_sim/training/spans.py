@@ -78,8 +78,8 @@ class SpansFold:
         for s, e in runs(rnd):
             sp = self.spans.setdefault(int(rnd[s]), _Span())
             sp.t0 = max(sp.t0, float(t[s:e].max()))      # it trains once its last member does
-            sp.codes.append(who[s:e])
-            sp.ranks.append(rank[s:e])
+            sp.codes.append(who[s:e].copy())                 # (not views of the slice's)
+            sp.ranks.append(rank[s:e].copy())
 
     def stops(self, events: pd.DataFrame) -> None:
         if self._waiting is None:                      # the starts are all in: members in rank order
