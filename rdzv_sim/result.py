@@ -114,21 +114,18 @@ def tables(scenario, events, slices, stats, round_ops=None, load=None, load_bin:
 
 
 def spill_to(tracer, rows: int | None = None):
-    """A `Spill` of `tracer` into a folder of its own (removed with the events read from it),
-    every `rows` rows (None: `SLICE`)."""
+    """A `Spill` of `tracer` into a folder of its own under TMPDIR (removed with the events
+    read from it), every `rows` rows (None: `SLICE`)."""
     import tempfile
     from .trace.spill import Spill
-    return Spill(tracer, tempfile.mkdtemp(prefix="rdzv-sim-events-"), rows or SLICE)
+    return Spill(tracer, tempfile.mkdtemp(prefix="rdzv-sim-events-"), rows or SLICE, owned=True)
 
 
 def build_spilled(scenario, tracer, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
     """`build`, for a run whose events went to disk (`outputs.stream`): the tables are folded
     from there, and the result holds the events on disk, not in memory."""
-    import shutil
-    import weakref
     sink, tracer.sink = tracer.sink, None
-    events = sink.close(scenario.name, scenario.seed)
-    weakref.finalize(events, shutil.rmtree, str(events.path.parent), True)
+    events = sink.close(scenario.name, scenario.seed)      # (its folder goes with it)
     tracer.blocks = []                                # all on disk now (the labels are the reader's)
     result = tables(scenario, None, lambda: events.slices(SLICE), stats, round_ops, load, load_bin)
     result.spilled = events

@@ -12,6 +12,8 @@ of categories (what the folds key on)."""
 from __future__ import annotations
 
 import math
+import shutil
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +34,7 @@ class Spill:
     """The tracer's rows before the clock, written in time order once it holds `rows` of them
     (`Tracer.finished`); `close` writes the rest and gives the events back to read."""
 
-    def __init__(self, tracer, directory: str | Path, rows: int):
+    def __init__(self, tracer, directory: str | Path, rows: int, owned: bool = False):
         self.tracer, self.rows = tracer, rows
         self.path = Path(directory) / "events.arrow"
         self.late_path = Path(directory) / "late.arrow"
@@ -41,6 +43,9 @@ class Spill:
         self.until = -math.inf                      # every window before it is written
         self.windows: list[tuple[float, float]] = []
         self.written = 0
+        # a folder of its own (`owned`) goes with whoever holds the rows: this spill, then the
+        # events read from it
+        self._remove = weakref.finalize(self, shutil.rmtree, str(directory), True) if owned else None
 
     def write(self, before: float) -> None:
         before = max(before, self.until)
@@ -62,8 +67,11 @@ class Spill:
         if self._late is not None:
             self._late.close()
         tr = self.tracer
-        return SpilledEvents(self.path, self.late_path if self._late is not None else None,
-                             self.windows, tr.names, tr.kinds, tr.details, scenario, seed, self.written)
+        events = SpilledEvents(self.path, self.late_path if self._late is not None else None,
+                               self.windows, tr.names, tr.kinds, tr.details, scenario, seed, self.written)
+        if self._remove is not None and self._remove.detach():
+            weakref.finalize(events, shutil.rmtree, str(self.path.parent), True)
+        return events
 
 
 class _Writer:

@@ -105,3 +105,27 @@ def test_a_run_whose_events_would_not_fit_is_told_of_streaming():
     assert events_gb(long) > 4 * HOLD_GB and "outputs.stream=true" in stream_hint(long)
     assert events_gb(load("frontier-100k")) < HOLD_GB and stream_hint(load("frontier-100k")) is None
     assert stream_hint(load("frontier-100k", sets(32768, 54) + ["outputs.stream=true"])) is None
+
+
+def test_the_spill_folder_goes_with_the_events_or_with_a_run_that_failed(tmp_path):
+    import gc
+
+    from rdzv_sim.result import spill_to
+    tr = Tracer()
+    failed = spill_to(tr)
+    folder = failed.path.parent
+    assert folder.exists()
+    del failed, tr
+    gc.collect()
+    assert not folder.exists()                            # a run that never closed its spill
+    tr = Tracer()
+    tr.record(1.0, "a", "node_start")
+    spill = spill_to(tr)
+    events = spill.close("s", 0)
+    del spill
+    gc.collect()
+    assert events.path.parent.exists() and len(list(events.slices())) == 1   # the events still read
+    folder = events.path.parent
+    del events
+    gc.collect()
+    assert not folder.exists()
