@@ -64,10 +64,10 @@ def build(scenario, rows, stats, round_ops=None, load=None, load_bin: float = 1.
     events = events_table(rows, scenario.name, scenario.seed)
     give_back()                                      # the trace's pages, freed block by block
     slices = lambda: (part for _, part in chunks(events, SLICE))    # noqa: E731
-    return tables(scenario, events, slices, stats, round_ops, load, load_bin)
+    return fold_tables(scenario, events, slices, stats, round_ops, load, load_bin)
 
 
-def tables(scenario, events, slices, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
+def fold_tables(scenario, events, slices, stats, round_ops=None, load=None, load_bin: float = 1.0) -> RunResult:
     """The tables of a run from its events, read as folds over `slices()` (the events in time
     order, a slice at a time; twice): `events` is what the result holds (None: on disk)."""
     from .placement import rank_changes, shard_moves
@@ -127,7 +127,7 @@ def build_spilled(scenario, tracer, stats, round_ops=None, load=None, load_bin: 
     sink, tracer.sink = tracer.sink, None
     events = sink.close(scenario.name, scenario.seed)      # (its folder goes with it)
     tracer.blocks = []                                # all on disk now (the labels are the reader's)
-    result = tables(scenario, None, lambda: events.slices(SLICE), stats, round_ops, load, load_bin)
+    result = fold_tables(scenario, None, lambda: events.slices(SLICE), stats, round_ops, load, load_bin)
     result.spilled = events
     return result
 

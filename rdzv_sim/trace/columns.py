@@ -37,8 +37,8 @@ class Labels:
         small = np.int8 if len(values) < 128 else np.int16 if len(values) < 2 ** 15 else np.int32
         self.remap = np.empty(len(values), dtype=small)
         self.remap[order] = np.arange(len(values), dtype=small)
-        # copy=False: the categories are `values`' own strings (a long run's details hold every
-        # round's member list: a GB at 32,768 hosts and 54 days), not a copy in Arrow
+        # copy=False: the categories are `values`' own strings, not a copy in Arrow (a long
+        # run's details hold every round's member list)
         self.dtype = pd.CategoricalDtype(pd.Index([values[i] for i in order], dtype="str" if copy else object))
 
     def __call__(self, codes: np.ndarray) -> pd.Categorical:

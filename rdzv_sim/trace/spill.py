@@ -110,7 +110,10 @@ class SpilledEvents:
         return self.rows
 
     def slices(self, rows: int | None = None):
+        """The events in time order, about `rows` rows a slice (None: a window a slice); a
+        run without events gives one empty slice (its columns)."""
         late = _read_all(self.late) if self.late is not None else None
+        empty = True
         with pa.OSFile(str(self.path)) as source:       # (read, not mapped: a mapped file's
             reader = pa.ipc.open_file(source)           # pages stay in the process's RSS)
             for i, (lo, hi) in enumerate(self.windows):
@@ -125,8 +128,11 @@ class SpilledEvents:
                     continue
                 frame = self._frame(batch)
                 for _, part in chunks(frame, rows):
+                    empty = False
                     yield part
                 del frame
+        if empty:
+            yield self._frame(SCHEMA.empty_table())
 
     def _frame(self, batch) -> pd.DataFrame:
         col = batch.column

@@ -80,7 +80,7 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
     `rank_details`, when the caller has them already."""
     det = rank_details(events) if det is None else det
     lat = np.asarray(det["latency"])
-    lat = (lat[~np.isnan(lat)] if lat.dtype.kind == "f"       # (one copy of 10^8 at the frontier)
+    lat = (lat[~np.isnan(lat)] if lat.dtype.kind == "f"       # (one copy: a row per host and round)
            else pd.to_numeric(pd.Series(lat), errors="coerce").dropna().to_numpy())
     exits = events[events["event"] == "agent_exit"]
     row = {

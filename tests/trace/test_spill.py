@@ -129,3 +129,15 @@ def test_the_spill_folder_goes_with_the_events_or_with_a_run_that_failed(tmp_pat
     del events
     gc.collect()
     assert not folder.exists()
+
+
+def test_a_trace_without_rows_reads_back_as_one_empty_slice(tmp_path):
+    """The folds read a table's columns even when it has no rows. Near miss: one row, one
+    slice with it."""
+    empty = list(Spill(Tracer(), tmp_path, rows=1).close("s", 0).slices())
+    assert len(empty) == 1 and len(empty[0]) == 0 and "event" in empty[0].columns
+    tr = Tracer()
+    tr.record(1.0, "a", "node_start")
+    (tmp_path / "one").mkdir()
+    one = list(Spill(tr, tmp_path / "one", rows=1).close("s", 0).slices())
+    assert [len(p) for p in one] == [1]
