@@ -126,7 +126,6 @@ def build_spilled(scenario, tracer, stats, round_ops=None, load=None, load_bin: 
     from there, and the result holds the events on disk, not in memory."""
     sink, tracer.sink = tracer.sink, None
     events = sink.close(scenario.name, scenario.seed)      # (its folder goes with it)
-    tracer.blocks = []                                # all on disk now (the labels are the reader's)
     result = fold_tables(scenario, None, lambda: events.slices(SLICE), stats, round_ops, load, load_bin)
     result.spilled = events
     return result

@@ -10,7 +10,8 @@ import pandas as pd
 
 from .chunks import chunks
 from .columns import asof_by, distinct, label_codes, runs
-from .details import FACTS, latencies, parse_details, round_facts
+from .details import latencies, parse_details, round_facts
+from .ranked import Ranked, ranked_members
 
 JOINS = ("join", "in_process_restart", "shrink")
 COLUMNS = ["round", "start", "end", "latency", "nnodes", "world_size", "members", "consistent",
@@ -111,7 +112,7 @@ class RoundsFold:
             r.codes, r.ranks = [codes], [rank]               # (one array a round from now on)
             n = len(codes)
             facts = self.facts.get(rnd, {})
-            digests, nns, first_nn = set(r.digests), {_key(x) for x in r.nnodes}, r.first_nn
+            digests, nns, first_nn = set(r.digests), set(r.nnodes), r.first_nn   # (numbers, no NaN)
             if r.without_facts:
                 digests.add(facts.get("digest"))
                 nns.add(_key(float(facts.get("nnodes", math.nan))))
@@ -140,7 +141,6 @@ class RoundsFold:
     def ranked(self):
         """Every round's ranked members (`Ranked`), handed over: the fold keeps no members
         after it (call `table` first)."""
-        from .ranked import Ranked, ranked_members
         out = {}
         for rnd, r in self.rounds.items():
             codes, rank = _one(r.codes).astype(np.int32, copy=False), _one(r.ranks)
@@ -186,4 +186,4 @@ def rounds_table(events: pd.DataFrame, round_ops: dict | None = None, det=None) 
     return fold_rounds(events).table(round_ops)
 
 
-__all__ = ["FACTS", "JOINS", "RoundsFold", "fold_rounds", "rounds_table"]
+__all__ = ["JOINS", "RoundsFold", "fold_rounds", "rounds_table"]

@@ -59,7 +59,7 @@ class Spill:
         self._main.write(cols)                       # (empty too: its window may get late rows)
         self.windows.append((self.until, before))
         self.until = before
-        self.written += len(late)
+        self.written += len(late)                   # every row taken, late or not
 
     def close(self, scenario: str, seed: int) -> SpilledEvents:
         self.write(math.inf)
