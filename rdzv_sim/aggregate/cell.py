@@ -14,7 +14,7 @@ import numpy as np
 
 from ..protocols import recovery
 from ..protocols.agent import out_of_restarts, uses_a_restart
-from ..protocols.recovery import Fault, Mode
+from ..protocols.recovery import Absorb, FallBack, Fault, Ignore, Machine, Over, Wait
 from ..reasons import ExitReason, Reason
 from ..sim import in_place
 from .hosts import HostCodes, HostList
@@ -60,14 +60,10 @@ class Cell:
         self.leave_why = ""
         self.waiting_noticed = False
         self.model = None                 # set by the job once every cell exists
-        # recovery in place (protocols/recovery.py): faults pending, when they are acted on,
-        # in-place restarts since the last store round, the running world's spares
-        self.mode = Mode(job.sc.agent.recovery)
-        self.faults: list[tuple[Fault, str]] = []
-        self.recover_at: float | None = None
-        self.iteration = 0
-        self.t_formed = 0.0               # when the running world's store round formed
-        self.t_met = 0.0                  # ... and its workers started (planned re-forms count from it)
+        # recovery in place: the machine decides (protocols/recovery/machine.py), the cell drives it
+        self.recovery = self._machine()
+        self.world = None                 # the running world's store round (the machine's key)
+        self.t_met = 0.0                  # when its workers started (planned re-forms count from it)
 
     # --- what the job shares -------------------------------------------------------------
     @property
@@ -108,9 +104,9 @@ class Cell:
         """A member died at t, its peers notice `notice` seconds later."""
         if not self.members and self.model.probes_members:
             return                    # nobody is left to end the round: a waiter's probe will
-        if self.mode is not Mode.IN_JOB and t >= self.t_ws:     # a world that trains: the mode's
-            self._fault(fault, name, t, notice)
-        elif t < self.t_ws:
+        if self._fault(fault, name, t, notice):
+            return                    # the mode's: the world recovers in place, or ends first
+        if t < self.t_ws:
             # dead before its workers came up: the others' process-group init (a barrier of
             # the members) waits for it in vain, as sim/pg_init.py has it per operation
             self.leave(self.t_ws + self.job.sc.agent.collective_timeout, Reason.PEER_FAILED)
@@ -119,16 +115,14 @@ class Cell:
 
     def workers_failed(self, name: str, t: float) -> None:
         if self.is_member[self.host.code[name]]:
-            if self.mode is not Mode.IN_JOB and t >= self.t_ws:
-                self._fault(Fault.WORKERS_FAILED, name, t, 0.0)
-            else:
+            if not self._fault(Fault.WORKERS_FAILED, name, t, 0.0):
                 self.leave(max(t, self.t_ws), Reason.WORKERS_FAILED)
 
     def reset(self) -> None:
         self.round = 0
         self._clear_members()
         self.leave_at, self.waiting_noticed, self.t_ws = None, False, math.inf
-        self.faults, self.recover_at, self.iteration, self.t_formed, self.t_met = [], None, 0, 0.0, 0.0
+        self.recovery, self.world, self.t_met = self._machine(), None, 0.0
         self.model.reset()
 
     # --- what a round model tells the job ------------------------------------------------
@@ -162,7 +156,8 @@ class Cell:
         self.is_member[hc] = True
         self.rank_of[hc] = ranks
         self.t_ws, self.waiting_noticed = t_ws, False
-        self.iteration, self.t_formed, self.t_met = 0, self.env.now, t_ws
+        self.world, self.t_met = r, t_ws
+        self.recovery.formed(r, [m for _, m in sorted(zip(f.ranks, f.members))], float(t_rank.min()), t_ws)
         if f.doomed:                       # the init barrier waits for the dead one in vain
             self.leave(t_ws + a.collective_timeout, Reason.PEER_FAILED)
         return t_ws
@@ -187,6 +182,7 @@ class Cell:
         if t is None:
             if self.leave_at is not None and self.leave_why == Reason.ROUND_ENDED:
                 self.leave_at = None
+                self.recovery.ending(self.world, None)
             return
         self.leave(t, Reason.ROUND_ENDED)
 
@@ -214,8 +210,7 @@ class Cell:
         """The members leave the round at `t` (the earliest reason wins)."""
         if self.leave_at is not None and self.leave_at <= t:
             return
-        if self.recover_at is not None and self.recover_at >= t:
-            self.recover_at, self.faults = None, []      # the round ends first: nothing to recover
+        self.recovery.ending(self.world, t)              # faults due after: the round ends first
         self.leave_at, self.leave_why = t, why
         self.at(t, lambda: self._left(t))
 
@@ -224,7 +219,7 @@ class Cell:
             return                                       # superseded by an earlier leave
         why, r, job = self.leave_why, self.round, self.job
         self.leave_at = None
-        self.recover_at, self.faults = None, []          # the round is over: nothing to recover
+        self.recovery.ended(self.world)                  # the round is over: nothing to recover
         if not self.members and self.model.probes_members and why != Reason.ROUND_ENDED:
             return          # every member died before it noticed: a waiter's probe ends the round
         # a member that stopped or crashed was dropped then: every member is alive
@@ -255,58 +250,45 @@ class Cell:
         self.model.enter(names, times)
         job.requeue_if_none_left()
 
-    # --- recovery in place (protocols/recovery.py) -----------------------------------------
+    # --- recovery in place (protocols/recovery/machine.py decides) ----------------------------
+    def _machine(self) -> Machine:
+        return Machine(self.job.sc.agent, min_nodes=self.sc.min_nodes, segment=self.job.sc.scheduler.segment)
+
     def _idle(self) -> list[str]:
         """The cell's live agents that are not members (waiting in the rendezvous), by name."""
         job = self.job
         return [h for h in self.hosts if job.nodes[h].alive and h not in job.exited
                 and not self.is_member[self.host.code[h]]]
 
-    def _spares(self) -> list[str]:
-        """The running world's inactive ranks: idle agents up since its store round formed."""
-        return [h for h in self._idle() if in_place.spare(self.job.nodes[h], self.t_formed)]
-
-    def _fault(self, fault: Fault, name: str, t: float, notice: float) -> None:
-        """A member's fault at t: the survivors act on it after the mode's detection."""
-        at = t + recovery.detection(self.job.sc.agent, fault, notice)
-        if self.leave_at is not None and self.leave_at <= at:
-            return                        # the round ends first
-        self.faults.append((fault, name))
-        if self.recover_at is not None and self.recover_at <= at:
-            return
-        self.recover_at = at
-        self.at(at, lambda: self._recover(at))
+    def _fault(self, fault: Fault, name: str, t: float, notice: float) -> bool:
+        """A member's fault at t, told to the machine: False when it is the in-job path's."""
+        d = self.recovery.fault(self.world, fault, name, t, notice)
+        if isinstance(d, Wait) and d.new:
+            self.at(d.at, lambda: self._recover(d.at))
+        return isinstance(d, (Wait, Ignore))
 
     def _recover(self, t: float) -> None:
-        if self.recover_at != t:
-            return                        # superseded, or the round ended first
-        self.recover_at = None
-        faults, self.faults = self.faults, []
-        old = [m for _, m in sorted(zip(self.rank_of[self.members.codes].tolist(), self.members))]
-        dead = sorted({n for f, n in faults if f is not Fault.WORKERS_FAILED} - set(old))
-        p, fault, why, _ = in_place.decide(self.job.sc.agent, faults, old + dead, self._spares(),
-                                           min_nodes=self.sc.min_nodes, segment=self.job.sc.scheduler.segment,
-                                           iteration=self.iteration)
-        if not p.absorbed or not self.members:
-            if not p.absorbed:
-                in_place.fell_back(self.trace, t, self.round, fault, p)
-            self.leave(t, why)
-            return
-        self._in_place(t, p, why, fault)
+        idle = [(h, self.job.nodes[h].started_at) for h in self._idle()]
+        d = self.recovery.due(self.world, t, self.members, idle)
+        if isinstance(d, FallBack):
+            in_place.fell_back(self.trace, t, self.round, d.fault, d.plan)
+            self.leave(t, d.why)
+        elif isinstance(d, Over):
+            self.leave(t, d.why)
+        elif isinstance(d, Absorb):
+            self._in_place(t, d)
 
-    def _in_place(self, t: float, p, why: str, fault: Fault) -> None:
+    def _in_place(self, t: float, d: Absorb) -> None:
         """The world goes on without a store round (`sim/in_place.py`): the new world is a
         round of the tables of its own; members left out, and the spares not taken, wait in
         the rendezvous."""
         job, mc = self.job, self.members.codes
-        old = list(self.members)
-        new = list(p.members)
-        taken = [n for n in new if not self.is_member[self.host.code[n]]]
-        for name in taken:                             # a spare leaves the rendezvous for it
+        new = list(d.new)
+        for name in d.taken:                           # a spare leaves the rendezvous for it
             self.model.gone(name, t)
         hc = self.host.of(new)
         _, t_ws = in_place.record(self.trace, t, self.round, self.host.traced(mc), self.rank_of[mc], new,
-                                  p, why, fault, job.sc.cluster.nproc_per_node, self.host.traced(hc),
+                                  d.plan, d.why, d.fault, job.sc.cluster.nproc_per_node, self.host.traced(hc),
                                   later=self.at, nodes=job.nodes)
         self.leave_at = None                           # a leave planned for the old world is void
         self._clear_members()
@@ -314,11 +296,8 @@ class Cell:
         self.is_member[hc] = True
         self.rank_of[hc] = np.arange(len(new), dtype=np.int64)
         self.t_ws, self.waiting_noticed = t_ws, False
-        self.iteration += 1
         self.model.regrouped(self.members, t_ws)
-        keep = set(new)
-        out = [n for n in old if n not in keep]        # left out: rendezvous again
-        if out:
-            self.model.enter(out, [t] * len(out))
+        if d.left_out:                                 # left out: rendezvous again
+            self.model.enter(list(d.left_out), [t] * len(d.left_out))
         if job.sc.agent.reform_every is not None and self._idle():
             self.nodes_waiting(t)

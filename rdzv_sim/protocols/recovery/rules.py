@@ -24,7 +24,7 @@ from typing import Collection, Sequence
 from pydantic import (BaseModel, ConfigDict, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt,
                       model_validator)
 
-from ..events import Event
+from ...events import Event
 
 
 class Mode(str, Enum):
@@ -64,6 +64,7 @@ KEEPS_FAILED = {Mode.IN_PROCESS: True, Mode.SHRINK: False}   # a member whose wo
 USES_SPARES = {Mode.IN_PROCESS: True, Mode.SHRINK: False}    # the wrapper's inactive ranks fill in
 KEEPS_STATE = {Mode.IN_PROCESS: False, Mode.SHRINK: True}    # training goes on from memory (no reload)
 EVENT = {Mode.IN_PROCESS: Event.IN_PROCESS_RESTART, Mode.SHRINK: Event.SHRINK}   # what a world made so records
+IN_PLACE_EVENTS = frozenset(EVENT.values())     # the events that open a world made in place
 
 
 class InProcess(BaseModel):
@@ -124,17 +125,42 @@ def detection(cfg, fault: Fault, notice: float) -> float:
     return notice
 
 
+def worst(faults) -> Fault:
+    """The fault a recovery answers for: the worst of those gathered (Fault's order)."""
+    return min(faults, key=list(Fault).index)
+
+
+def gone(mode: Mode, lost: Collection[str], failed: Collection[str]) -> set:
+    """The members a recovery in place drops: the lost, and under shrink those whose workers
+    failed too (in_process restarts them in their processes)."""
+    return set(lost) if KEEPS_FAILED[mode] else set(lost) | set(failed)
+
+
+def is_spare(started_at: float, formed: float) -> bool:
+    """A live idle host is one of a running world's inactive ranks (a spare the mode may take)
+    when its agent was up by the time the world's store round formed (its first rank given):
+    a host that came up since is not in that world, and waits for the next re-form."""
+    return started_at <= formed
+
+
+def out_of_iterations(cfg, iteration: int) -> bool:
+    """in_process's RetryController: `iteration` restarts in place since the last rendezvous
+    are its max_iterations (no limit: never)."""
+    limit = cfg.in_process.max_iterations
+    return limit is not None and iteration >= limit
+
+
 def world(mode: Mode, members: Sequence[str], lost: Collection[str], failed: Collection[str],
           spares: Sequence[str], segment: int = 1) -> tuple:
     """The world after an in-place recovery, in rank order: the members left keep their order
     (ShiftRanks); in_process fills the old size from the spares (MaxActiveWorldSize) and keeps
     whole segments (ActiveWorldSizeDivisibleBy); shrink keeps exactly the survivors."""
-    gone = set(lost) if KEEPS_FAILED[mode] else set(lost) | set(failed)
-    kept = [m for m in members if m not in gone]
+    out = gone(mode, lost, failed)
+    kept = [m for m in members if m not in out]
     if not USES_SPARES[mode]:
         return tuple(kept)
     need = len(members) - len(kept)
-    kept += [s for s in spares if s not in gone and s not in members][:need]
+    kept += [s for s in spares if s not in out and s not in members][:need]
     return tuple(kept[:len(kept) // segment * segment])
 
 
@@ -148,10 +174,8 @@ def plan(cfg, fault: Fault, members: Sequence[str], lost: Collection[str] = (),
     mode = Mode(cfg.recovery)
     if fault not in ABSORBS[mode]:
         return Plan(False, Fallback.MODE)
-    if mode is Mode.IN_PROCESS:
-        limit = cfg.in_process.max_iterations
-        if limit is not None and iteration >= limit:
-            return Plan(False, Fallback.ITERATIONS)
+    if mode is Mode.IN_PROCESS and out_of_iterations(cfg, iteration):
+        return Plan(False, Fallback.ITERATIONS)
     new = world(mode, members, lost, failed, spares, segment if mode is Mode.IN_PROCESS else 1)
     if len(new) < min_nodes or not new:
         return Plan(False, Fallback.BELOW_MIN)
