@@ -9,10 +9,12 @@ import json
 
 import pandas as pd
 
-from ..protocols.recovery import Fallback, Mode
+from ..events import Event
+from ..protocols.recovery import (ABSORBS, EVENT, IN_PLACE_EVENTS, Fallback, Fault, Mode, gone, out_of_iterations,
+                                  world)
 from .violations import Violation
 
-IN_PLACE = ("in_process_restart", "shrink")
+IN_PLACE = tuple(sorted(IN_PLACE_EVENTS))      # the machine's rules name them, the checker reads them
 
 
 def in_place_rounds(events: pd.DataFrame) -> set[int]:
@@ -23,7 +25,7 @@ def in_place_rounds(events: pd.DataFrame) -> set[int]:
 
 def _worlds(events: pd.DataFrame) -> dict[int, tuple[float, list[str]]]:
     """round -> (when it began: its ranks given, or its recovery in place; its members in rank order)."""
-    ra = events[events["event"] == "rank_assigned"]
+    ra = events[events["event"] == Event.RANK_ASSIGNED]
     began = events[events["event"].isin(IN_PLACE)].groupby("round")["t"].min().to_dict()
     out = {}
     for rnd, g in ra.groupby("round"):
@@ -39,16 +41,16 @@ def _failures(events: pd.DataFrame, members, t0: float, t1: float):
     failed once they ran, from t0 on (a worker failure on a host whose workers had not started
     kills none; with no worker_start they start as the ranks are given, at t0)."""
     ev = events[(events["t"] > t0) & (events["t"] <= t1)]
-    crash = ev[(ev["event"] == "fault_crash") & ev["node"].isin(members)]
-    left = set(ev.loc[(ev["event"] == "round_left") & ev["node"].isin(members) & (ev["t"] < t1), "node"])
+    crash = ev[(ev["event"] == Event.FAULT_CRASH) & ev["node"].isin(members)]
+    left = set(ev.loc[(ev["event"] == Event.ROUND_LEFT) & ev["node"].isin(members) & (ev["t"] < t1), "node"])
     unusable = {n for n, d in zip(crash["node"], crash["detail"])
                 if isinstance(d, str) and d and json.loads(d).get("unusable")}
     since = events[(events["t"] >= t0) & (events["t"] <= t1)]    # workers may start with the ranks
-    ran = since[(since["event"] == "workers_started") & since["node"].isin(members)].groupby(
+    ran = since[(since["event"] == Event.WORKERS_STARTED) & since["node"].isin(members)].groupby(
         "node", observed=True)["t"].min().to_dict()
-    wf = ev[(ev["event"] == "fault_worker_failure") & ev["node"].isin(members)]
+    wf = ev[(ev["event"] == Event.FAULT_WORKER_FAILURE) & ev["node"].isin(members)]
     failed = {n for n, t in zip(wf["node"], wf["t"]) if n in ran and t >= ran[n]}
-    if (ev["event"] == "fault_job_interruption").any():
+    if (ev["event"] == Event.FAULT_JOB_INTERRUPTION).any():
         failed |= set(members)
     return set(crash["node"]) | left, unusable, failed
 
@@ -57,11 +59,11 @@ def recovers_as_its_mode_says(tables: dict, scenario) -> list[Violation]:
     ev = tables["events"]
     mode = Mode(scenario.agent.recovery)
     out = []
-    allowed = {Mode.IN_JOB: (), Mode.IN_PROCESS: ("in_process_restart",), Mode.SHRINK: ("shrink",)}[mode]
+    allowed = {EVENT[mode]} if mode in EVENT else set()
     for kind in IN_PLACE:
         if kind not in allowed and (ev["event"] == kind).any():
             out.append(Violation("recovers_as_its_mode_says", f"a {kind} under agent.recovery {mode}"))
-    if mode is Mode.IN_JOB and (ev["event"] == "recovery_fallback").any():
+    if mode is Mode.IN_JOB and (ev["event"] == Event.RECOVERY_FALLBACK).any():
         out.append(Violation("recovers_as_its_mode_says", "a fallback under agent.recovery in_job"))
     return out
 
@@ -70,7 +72,7 @@ def shrunk_world_is_the_survivors(tables: dict, scenario) -> list[Violation]:
     """A shrink's world is its round's members that neither crashed nor failed, in their order;
     a survivor lost while the world shrinks gets no rank in it (its peers find it gone later)."""
     ev = tables["events"]
-    shrinks = ev[ev["event"] == "shrink"]
+    shrinks = ev[ev["event"] == Event.SHRINK]
     if shrinks.empty:
         return []
     worlds = _worlds(ev)
@@ -82,8 +84,8 @@ def shrunk_world_is_the_survivors(tables: dict, scenario) -> list[Violation]:
             out.append(Violation("shrunk_world_is_the_survivors", "a shrink without the world before it", rnd))
             continue
         crashed, _, failed = _failures(ev, before[1], before[0], t)
-        survivors = [m for m in before[1] if m not in crashed | failed]
-        ranked = ev.loc[(ev["event"] == "rank_assigned") & (ev["round"] == rnd), "t"]
+        survivors = list(world(Mode.SHRINK, before[1], crashed, failed, ()))
+        ranked = ev.loc[(ev["event"] == Event.RANK_ASSIGNED) & (ev["round"] == rnd), "t"]
         lost = _failures(ev, survivors, t, float(ranked.max()))[0] if len(ranked) else set()
         survivors = [m for m in survivors if m not in lost]
         if worlds[rnd][1] != survivors:
@@ -97,7 +99,7 @@ def falls_back_only_when_due(tables: dict, scenario) -> list[Violation]:
     absorb (in_process: a device left unusable), fewer survivors than min_nodes, or
     in_process's max_iterations restarts in place in a row."""
     ev = tables["events"]
-    fb = ev[ev["event"] == "recovery_fallback"]
+    fb = ev[ev["event"] == Event.RECOVERY_FALLBACK]
     if fb.empty:
         return []
     mode = Mode(scenario.agent.recovery)
@@ -106,23 +108,25 @@ def falls_back_only_when_due(tables: dict, scenario) -> list[Violation]:
     out = []
     for t, rnd, d in zip(fb["t"], fb["round"], fb["detail"]):
         rnd, why = int(rnd), json.loads(d)["why"]
-        world = worlds.get(rnd)
-        if world is None:
+        before = worlds.get(rnd)
+        if before is None:
             out.append(Violation("falls_back_only_when_due", "a fallback of a round never formed", rnd))
             continue
-        crashed, unusable, failed = _failures(ev, world[1], world[0], float(t))
-        gone = crashed | (failed if mode is Mode.SHRINK else set())
-        survivors = [m for m in world[1] if m not in gone]
+        crashed, unusable, failed = _failures(ev, before[1], before[0], float(t))
+        survivors = [m for m in before[1] if m not in gone(mode, crashed, failed)]
         if why == Fallback.MODE:
-            ok = mode is Mode.IN_PROCESS and bool(unusable)
+            ok = bool(unusable) and Fault.DEVICE_UNUSABLE not in ABSORBS[mode]
         elif why == Fallback.BELOW_MIN:
-            ok = len(survivors) < scenario.min_nodes
+            # the world the rules make with no spare (the tables do not say which hosts were
+            # the world's spares): spares only add to it, so it bounds the one the job made
+            least = world(mode, before[1], crashed, failed, (), scenario.scheduler.segment
+                          if mode is Mode.IN_PROCESS else 1)
+            ok = len(least) < scenario.min_nodes or not least
         elif why == Fallback.ITERATIONS:
-            limit = scenario.agent.in_process.max_iterations
             k, r = 0, rnd
             while r in made:
                 k, r = k + 1, r - 1
-            ok = mode is Mode.IN_PROCESS and limit is not None and k >= limit
+            ok = mode is Mode.IN_PROCESS and out_of_iterations(scenario.agent, k)
         else:
             ok = False
         if not ok:

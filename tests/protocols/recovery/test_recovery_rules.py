@@ -1,4 +1,4 @@
-"""The recovery modes' rules (rdzv_sim/protocols/recovery.py), each with its near miss."""
+"""The recovery modes' rules (rdzv_sim/protocols/recovery/rules.py), each with its near miss."""
 import pytest
 from pydantic import ValidationError
 
@@ -139,3 +139,32 @@ def test_a_kit_declares_the_modes_it_supports():
         Capabilities(recovery=("shrink",))
     with pytest.raises(ValueError, match="must list 'in_job'"):
         Capabilities(recovery=("in_job", "restart"))
+
+
+# --- the small rules the machine and the checker share -------------------------------------
+def test_the_worst_fault_is_answered_for():
+    from rdzv_sim.protocols.recovery import worst
+    assert worst([Fault.WORKERS_FAILED, Fault.HOST_LOST]) is Fault.HOST_LOST
+    assert worst([Fault.HOST_VANISHED, Fault.DEVICE_UNUSABLE]) is Fault.DEVICE_UNUSABLE
+    assert worst([Fault.WORKERS_FAILED]) is Fault.WORKERS_FAILED          # near miss: one alone
+
+
+def test_shrink_drops_failed_workers_in_process_keeps_them():
+    from rdzv_sim.protocols.recovery import gone
+    assert gone(Mode.SHRINK, {"a"}, {"b"}) == {"a", "b"}
+    assert gone(Mode.IN_PROCESS, {"a"}, {"b"}) == {"a"}
+
+
+def test_a_spare_is_up_by_the_first_rank_given_not_after():
+    from rdzv_sim.protocols.recovery import is_spare
+    assert is_spare(1.0, 1.0)                   # up at the instant the world formed: in it
+    assert is_spare(0.5, 1.0)
+    assert not is_spare(1.0 + 1e-9, 1.0)        # near miss: a tick later it waits for a re-form
+
+
+def test_out_of_iterations_at_the_limit_not_before():
+    from rdzv_sim.protocols.recovery import out_of_iterations
+    c = cfg("in_process", in_process=InProcess(max_iterations=2))
+    assert out_of_iterations(c, 2) and out_of_iterations(c, 3)
+    assert not out_of_iterations(c, 1)
+    assert not out_of_iterations(cfg("in_process"), 10 ** 6)              # no limit: never
