@@ -138,3 +138,11 @@ def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
         digest[missing] = np.array([g.get("digest") for g in got] + [None], dtype=object)[:-1][at]
         out["digest"] = digest
     return out
+
+
+def closed_counts(events: pd.DataFrame) -> dict[int, int]:
+    """round -> the seats its closing filled (the round_closed row's count, every runtime's)."""
+    closed = (events["event"] == "round_closed").to_numpy()
+    got = parse_details(events["detail"], closed, ("count",), {"count": pa.int64()})["count"]
+    return {int(r): int(c) for r, c in zip(events["round"].array[closed], got)
+            if not pd.isna(r) and not pd.isna(c)}

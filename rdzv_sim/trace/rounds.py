@@ -10,11 +10,11 @@ import pandas as pd
 
 from .chunks import chunks
 from .columns import asof_by, distinct, label_codes, runs
-from .details import latencies, parse_details, round_facts
+from .details import closed_counts, latencies, parse_details, round_facts
 from .ranked import Ranked, ranked_members
 
 JOINS = ("join", "in_process_restart", "shrink")
-COLUMNS = ["round", "start", "end", "latency", "nnodes", "world_size", "members", "consistent",
+COLUMNS = ["round", "start", "end", "latency", "nnodes", "world_size", "members", "consistent", "holes",
            "store_ops", "store_bytes"]
 _NAN = "nan"                            # a missing number, as one key of a set
 
@@ -34,6 +34,29 @@ class _Round:
     without_facts: bool = False          # a row that left digest and nnodes to the round's facts
 
 
+def consistent(digests: set, nns: set, nnodes: float, members: int, ranks: np.ndarray, world_sizes: set,
+               closed: int | None = None) -> bool:
+    """A round is consistent when its members agree (one membership digest, one node count,
+    one world size) and its ranks are 0..nnodes-1 once each. Ranks not given at all are holes,
+    not a disagreement, where the round's closing filled its nnodes seats (`closed`): members
+    lost before they learned their rank (the world fails at its first collective and re-forms;
+    `holes` counts them). Without a closing on record every rank must be given."""
+    n = len(ranks)
+    if not (len(digests) == 1 and len(nns) == 1 and len(world_sizes) == 1 and members == n):
+        return False
+    if holes(nnodes, n, closed) == 0 and nnodes != n:
+        return False
+    r = np.sort(ranks)
+    return bool(n == 0 or (r[0] >= 0 and r[-1] < nnodes and (np.diff(r) > 0).all()))
+
+
+def holes(nnodes: float, given: int, closed: int | None) -> int:
+    """The seats of a round that no member took: its closing filled `closed` seats, its members
+    agree it has nnodes, `given` learned their rank (0 where the closing is not on record or
+    says otherwise)."""
+    return int(nnodes - given) if closed is not None and closed == nnodes and nnodes > given else 0
+
+
 class RoundsFold:
     """Feed it the events' slices in order (`feed`), then read the rounds table (`table`), each
     round's ranked members (`ranked`) and every rank's latency (`latencies`). A rank row's
@@ -43,6 +66,7 @@ class RoundsFold:
     def __init__(self):
         self.rounds: dict[int, _Round] = {}
         self.facts: dict[int, dict] = {}
+        self.closed: dict[int, int] = {}              # round -> the seats its closing filled
         self.last_join: np.ndarray = np.zeros(0)      # by node code: its latest join (NaN: none)
         self.labels: np.ndarray | None = None
         self._latencies: list[np.ndarray] = []
@@ -58,6 +82,7 @@ class RoundsFold:
         is_join = kind.isin(JOINS).to_numpy()
         t = events["t"].to_numpy(dtype=float)
         self.facts.update(round_facts(events))
+        self.closed.update(closed_counts(events))
         if mask.any():
             self._ranks(events, mask, is_join, t, node)
         joins = np.flatnonzero(is_join)
@@ -130,9 +155,9 @@ class RoundsFold:
                 "nnodes": len(members),
                 "world_size": int(max(r.world_sizes)),
                 "members": ",".join(names if names_sorted else sorted(names)),
-                "consistent": bool(len(digests) == 1 and len(nns) == 1 and len(members) == n
-                                   and np.array_equal(np.sort(rank), np.arange(n))
-                                   and first_nn == n and len(r.world_sizes) == 1),
+                "consistent": consistent(digests, nns, first_nn, len(members), rank, r.world_sizes,
+                                         self.closed.get(rnd)),
+                "holes": holes(first_nn, n, self.closed.get(rnd)),
                 "store_ops": int(ops),
                 "store_bytes": int(nbytes),
             })

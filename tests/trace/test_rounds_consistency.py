@@ -54,3 +54,36 @@ def test_one_disagreement_makes_it_inconsistent(i, change):
 def test_everyone_agreeing_on_the_wrong_count_is_inconsistent():
     """nnodes must be the members counted, not only the same on every row."""
     assert not consistent([(n, r, 3, "d", 4) for n, r, *_ in GOOD])
+
+
+def closed(members, count):
+    """The rank rows of `members`, and the round's closing, which filled `count` seats."""
+    ev = events(members)
+    row = {"t": 4.5, "node": "a", "event": "round_closed", "round": 0, "rank": None, "world_size": 3,
+           "detail": json.dumps({"members": ["a", "b", "c"], "count": count, "holes": 0})}
+    return pd.concat([ev, pd.DataFrame([row]).astype({"rank": "Int64", "world_size": "Int64"})],
+                     ignore_index=True).sort_values("t", kind="stable").reset_index(drop=True)
+
+
+def test_a_member_lost_before_its_rank_is_a_hole_not_a_disagreement():
+    """A round that closed with 3 seats, whose third member died before it learned its rank:
+    the two given agree, rank 2 is a hole (byterobust-9600 under in_process: a host lost
+    while the world restarts in place)."""
+    row = rounds_table(closed([("a", 0, 3, "d", 3), ("b", 1, 3, "d", 3)], 3)).iloc[0]
+    assert bool(row.consistent) and row.holes == 1
+    gap = rounds_table(closed([("a", 0, 3, "d", 3), ("c", 2, 3, "d", 3)], 3)).iloc[0]
+    assert bool(gap.consistent) and gap.holes == 1                    # the hole in the middle
+    full = rounds_table(closed(GOOD, 3)).iloc[0]
+    assert bool(full.consistent) and full.holes == 0
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_a_hole_needs_a_closing_that_filled_the_seats_the_members_count(count):
+    """Near miss: the closing filled another number of seats than the members agree on."""
+    row = rounds_table(closed([("a", 0, 3, "d", 3), ("b", 1, 3, "d", 3)], count)).iloc[0]
+    assert not bool(row.consistent) and row.holes == 0
+
+
+def test_a_rank_twice_is_inconsistent_even_with_a_hole_to_spare():
+    row = rounds_table(closed([("a", 0, 3, "d", 3), ("b", 0, 3, "d", 3)], 3)).iloc[0]
+    assert not bool(row.consistent)
