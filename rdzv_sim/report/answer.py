@@ -16,7 +16,9 @@ UNITS = {
     "requeues": "requeues", "nodes_excluded": "hosts", "store_failovers": "store starts",
     "running_fraction": "fraction", "ettr": "fraction", "goodput": "fraction",
     "interruptions": "count", "sim_events": "events", "ranks_changed": "hosts",
-    "rank0_moved": "rounds", "steps_attempted": "steps", "steps_committed": "steps",
+    "rank0_moved": "rounds", "store_rounds": "rounds", "in_place_recoveries": "rounds",
+    "fallbacks_mode": "fallbacks", "fallbacks_below_min": "fallbacks", "fallbacks_iterations": "fallbacks",
+    "steps_attempted": "steps", "steps_committed": "steps",
     "steps_failed": "steps", "step_efficiency": "fraction", "groups_per_step": "groups",
 }
 
@@ -52,16 +54,27 @@ def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
     t0, node, kind = float(ev["t"].iloc[0]), str(ev["node"].iloc[0]), str(ev["event"].iloc[0])[6:]
     out = [f"The first fault: {node} {kind.replace('_', ' ')} at t = {t0:,.1f} s."]
     left = events["t"].to_numpy()[((events["event"] == "round_left") & (events["t"] >= t0)).to_numpy()]
-    if len(left):
-        t1 = float(left[0])
-        out.append(f"The round's members left it at {t1:,.1f} s ({span(t1 - t0)} later).")
     before = rounds[rounds["end"] <= t0]
     after = rounds[rounds["end"] > t0]
+    how = after["formed_by"].iloc[0] if len(after) and "formed_by" in after.columns else "rendezvous"
+    if len(left):
+        t1 = float(left[0])
+        who = "Its survivors acted on it" if how != "rendezvous" else "The round's members left it"
+        out.append(f"{who} at {t1:,.1f} s ({span(t1 - t0)} later).")
     if len(after):
         r = after.iloc[0]
-        out.append(f"A round formed again at {float(r['end']):,.1f} s with {int(r['nnodes'])} hosts "
-                   f"({span(float(r['end']) - t0)} after the fault; its rendezvous took "
-                   f"{span(float(r['latency']))}).")
+        later = span(float(r["end"]) - t0)
+        if how == "in_process_restart":
+            out.append(f"The world restarted in place (in-process, no rendezvous) at {float(r['end']):,.1f} s "
+                       f"with {int(r['nnodes'])} hosts ({later} after the fault; the restart took "
+                       f"{span(float(r['latency']))}).")
+        elif how == "shrink":
+            out.append(f"The world shrank to {int(r['nnodes'])} hosts at {float(r['end']):,.1f} s "
+                       f"({later} after the fault; the shrink took {span(float(r['latency']))}, no "
+                       "rendezvous), training on from memory.")
+        else:
+            out.append(f"A round formed again at {float(r['end']):,.1f} s with {int(r['nnodes'])} hosts "
+                       f"({later} after the fault; its rendezvous took {span(float(r['latency']))}).")
         if len(before):
             size = int(before["nnodes"].iloc[-1])
             back = after[after["nnodes"] >= size]
@@ -78,6 +91,28 @@ def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
         listed = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in kinds.items())
         out.append(f"{more} more fault{'s' if more > 1 else ''} followed ({listed}).")
     return " ".join(out)
+
+
+MODES = {"in_job": "in-job restarts (every failure a rendezvous)",
+         "in_process": "in-process restarts (NVRx: the survivors restart in place, spares fill in)",
+         "shrink": "communicator shrink (the survivors drop the dead ranks and train on)"}
+
+
+def _recovery(s: pd.Series) -> str:
+    mode = s.get("recovery")
+    return f" with {MODES[mode]}" if isinstance(mode, str) and mode in MODES else ""
+
+
+def _formed(s: pd.Series) -> str:
+    n = int(s["rounds_completed"])
+    if "in_place_recoveries" not in s.index or s.get("recovery") in (None, "in_job"):
+        return f"{n:,} rounds formed"
+    made, met = int(s["in_place_recoveries"]), int(s["store_rounds"])
+    falls = {c[len("fallbacks_"):].replace("_", " "): int(s[c]) for c in s.index
+             if c.startswith("fallbacks_") and int(s[c])}
+    fell = (", ".join(f"{v:,} {k}" for k, v in falls.items())) if falls else "none"
+    return (f"{met:,} store round{'s' if met != 1 else ''} (a rendezvous each) and {made:,} "
+            f"recover{'ies' if made != 1 else 'y'} in place; fallbacks to an in-job restart: {fell}")
 
 
 def _cost(s: pd.Series, duration: float) -> str:
@@ -117,7 +152,7 @@ def opening(tables: dict, scenario: dict) -> list[str]:
     nproc = int((scenario.get("cluster") or {}).get("nproc_per_node", 1))
     gpus = f" x {nproc} GPUs" if nproc > 1 else ""
     out = [f"{int(s['nodes']):,} hosts{gpus}, the {s['protocol']} protocol, {span(duration)} "
-           f"simulated: {int(s['rounds_completed']):,} rounds formed; a host's rendezvous took "
+           f"simulated{_recovery(s)}: {_formed(s)}; a host's rendezvous took "
            f"{span(float(s['rdzv_latency_p50']))} at the median and "
            f"{span(float(s['rdzv_latency_p99']))} at the 99th percentile."
            if not math.isnan(float(s["rdzv_latency_p50"])) else

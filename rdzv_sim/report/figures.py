@@ -297,12 +297,14 @@ def goodput(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes: 
 def interruptions(table: pd.DataFrame | None) -> bytes:
     """Where the lost time went, per interruption, stacked."""
     fig, ax = plt.subplots(figsize=(10, 3))
-    parts = ["detection_s", "rendezvous_s", "worker_start_s", "checkpoint_load_s", "recompute_s",
-             "running_smaller_s"]
+    parts = ["detection_s", "rendezvous_s", "restart_in_place_s", "worker_start_s", "checkpoint_load_s",
+             "recompute_s", "running_smaller_s"]
     if table is not None and len(table):
         x = np.arange(len(table))
         bottom = np.zeros(len(table))
         for p in parts:
+            if p not in table.columns:                  # (a table saved before the column)
+                continue
             v = table[p].to_numpy(dtype=float)
             _bars(ax, x, v, 0.8, bottom=bottom.copy(), label=p.removesuffix("_s").replace("_", " "))
             bottom += v

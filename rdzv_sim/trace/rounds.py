@@ -8,14 +8,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..events import Event
+from ..protocols.recovery import IN_PLACE_EVENTS
 from .chunks import chunks
 from .columns import asof_by, distinct, label_codes, runs
 from .details import closed_counts, latencies, parse_details, round_facts
 from .ranked import Ranked, ranked_members
 
-JOINS = ("join", "in_process_restart", "shrink")
+IN_PLACE = tuple(sorted(IN_PLACE_EVENTS))           # the events that open a world made in place
+JOINS = (Event.JOIN, *IN_PLACE)
 COLUMNS = ["round", "start", "end", "latency", "nnodes", "world_size", "members", "consistent", "holes",
-           "store_ops", "store_bytes"]
+           "formed_by", "store_ops", "store_bytes"]
+RENDEZVOUS = "rendezvous"                # formed_by of a store round; a world made in place: its event
 _NAN = "nan"                            # a missing number, as one key of a set
 
 
@@ -67,6 +71,7 @@ class RoundsFold:
         self.rounds: dict[int, _Round] = {}
         self.facts: dict[int, dict] = {}
         self.closed: dict[int, int] = {}              # round -> the seats its closing filled
+        self.in_place: dict[int, str] = {}            # rounds a recovery in place made -> its event
         self.last_join: np.ndarray = np.zeros(0)      # by node code: its latest join (NaN: none)
         self.labels: np.ndarray | None = None
         self._latencies: list[np.ndarray] = []
@@ -83,6 +88,9 @@ class RoundsFold:
         t = events["t"].to_numpy(dtype=float)
         self.facts.update(round_facts(events))
         self.closed.update(closed_counts(events))
+        made = events.loc[kind.isin(IN_PLACE), ["round", "event"]].dropna().drop_duplicates("round")
+        for rnd, how in zip(made["round"].astype(int), made["event"].astype(str)):
+            self.in_place.setdefault(rnd, how)
         if mask.any():
             self._ranks(events, mask, is_join, t, node)
         joins = np.flatnonzero(is_join)
@@ -100,8 +108,11 @@ class RoundsFold:
         digest = got["digest"]
         if digest.dtype != object:                           # no row carried one: NaN, as None
             digest = np.full(len(digest), None, dtype=object)
-        self._latencies.append(latencies(events, mask))
         rnd = events["round"].iloc[at].to_numpy(dtype=np.int64, na_value=-1)
+        lat = latencies(events, mask)
+        if self.in_place:                                    # a world made in place met at no store
+            lat = lat[~np.isin(rnd, np.fromiter(self.in_place, np.int64, len(self.in_place)))]
+        self._latencies.append(lat)
         order = np.argsort(rnd, kind="stable")               # by round, in event order within
         rnd, t, joined, codes = rnd[order], t[at][order], joined[order], node[at][order]
         rank = events["rank"].iloc[at].to_numpy(dtype=np.int32, na_value=-1)[order]
@@ -158,6 +169,7 @@ class RoundsFold:
                 "consistent": consistent(digests, nns, first_nn, len(members), rank, r.world_sizes,
                                          self.closed.get(rnd)),
                 "holes": holes(first_nn, n, self.closed.get(rnd)),
+                "formed_by": self.in_place.get(rnd, RENDEZVOUS),
                 "store_ops": int(ops),
                 "store_bytes": int(nbytes),
             })
@@ -174,7 +186,8 @@ class RoundsFold:
         return Ranked(self.labels, out)
 
     def latencies(self) -> np.ndarray:
-        """Every rank row's latency (NaN: none), in event order."""
+        """Every store round's rank rows' latency (NaN: none), in event order: a world a
+        recovery in place made is no rendezvous (the summary counts those apart)."""
         return np.concatenate(self._latencies) if self._latencies else np.zeros(0)
 
 

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..events import Event
+from ..protocols.recovery import Fallback
 from .columns import stamp
 from .details import rank_details
-from .rounds import JOINS, rounds_table  # noqa: F401  (where they were)
+from .rounds import JOINS, RENDEZVOUS, rounds_table  # noqa: F401  (where they were)
 from .tracer import Tracer
 
 
@@ -72,12 +74,30 @@ def running_fraction(spans: pd.DataFrame, duration: float) -> float:
 NAN_TRAINING = ("ettr", "goodput", "interruptions", "mtti_s", "mttr_s")
 
 
+def store_rounds(rounds: pd.DataFrame) -> pd.Series:
+    """Which rounds met at the store (a rendezvous), not made by a recovery in place."""
+    if "formed_by" not in rounds.columns:                 # (a table of before the column)
+        return pd.Series(True, index=rounds.index)
+    return rounds["formed_by"] == RENDEZVOUS
+
+
+def recoveries(events: pd.DataFrame, rounds: pd.DataFrame, mode: str) -> dict:
+    """How the run's worlds formed: the recovery mode, store rounds (a rendezvous), worlds a
+    recovery in place made (no rendezvous), and the failures it did not absorb, by why."""
+    met = int(store_rounds(rounds).sum())
+    fb = events.loc[events["event"] == Event.RECOVERY_FALLBACK, "detail"]
+    why = pd.Series([json.loads(d).get("why") for d in fb], dtype=object).value_counts()
+    return {"recovery": str(mode), "store_rounds": met, "in_place_recoveries": int(len(rounds) - met),
+            **{f"fallbacks_{f.value}": int(why.get(f.value, 0)) for f in Fallback}}
+
+
 def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
                   scenario: str, seed: int, training: dict | None, spans: pd.DataFrame,
-                  det: dict | None = None) -> pd.DataFrame:
+                  det: dict | None = None, recovery: str = "in_job") -> pd.DataFrame:
     """One row of headline metrics; `training`: the training model's (ettr, goodput, ...);
     `spans`: the run's round spans (`rdzv_sim.training.round_spans`); `det`: the events'
-    `rank_details`, when the caller has them already."""
+    `rank_details`, when the caller has them already (the rounds fold's: the store rounds'
+    rank rows only, a world made in place being no rendezvous); `recovery`: the agent's mode."""
     det = rank_details(events) if det is None else det
     lat = np.asarray(det["latency"])
     lat = (lat[~np.isnan(lat)] if lat.dtype.kind == "f"       # (one copy: a row per host and round)
@@ -90,7 +110,7 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "rounds_completed": len(rounds),
         "rdzv_latency_p50": _pct(lat, 50, mine=True),
         "rdzv_latency_p99": _pct(lat, 99, mine=True),
-        "round_latency_p50": _pct(rounds["latency"], 50) if len(rounds) else math.nan,
+        "round_latency_p50": _pct(rounds.loc[store_rounds(rounds), "latency"], 50),
         "failures_injected": int(events["event"].str.startswith("fault_").sum()),
         "store_ops": int(stats.store_ops),
         "store_bytes": int(stats.store_bytes),
@@ -100,6 +120,7 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "nodes_excluded": int((events["event"] == "node_excluded").sum()),
         "store_lost": bool((events["event"] == "store_lost").any()),
         "store_failovers": int((events["event"] == "store_started").sum()),
+        **recoveries(events, rounds, recovery),
         "running_fraction": running_fraction(spans, stats.duration),
         **(training if training is not None else {k: math.nan for k in NAN_TRAINING}),
         "all_rounds_consistent": bool(rounds["consistent"].all()) if len(rounds) else True,

@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..protocols.recovery import EVENT, KEEPS_STATE
+from ..protocols.recovery import EVENT, IN_PLACE_EVENTS, KEEPS_STATE
 from .spans import round_spans
 from .straggle import span_rate, straggles
 from .work import span_work
 
-LOST = ("startup", "detection", "rendezvous", "worker_start", "checkpoint_load",
+LOST = ("startup", "detection", "rendezvous", "restart_in_place", "worker_start", "checkpoint_load",
         "checkpoint_stall", "recompute", "running_smaller", "straggling")
 INTERRUPTION_COLUMNS = ["t", "round", "cause", "end", "hosts_before", "hosts_after",
-                        "detection_s", "rendezvous_s", "worker_start_s", "checkpoint_load_s",
+                        "detection_s", "rendezvous_s", "restart_in_place_s", "worker_start_s", "checkpoint_load_s",
                         "recompute_s", "running_smaller_s", "restart_from"]
 
 
@@ -93,6 +93,8 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
     # reloaded or lost
     kept = [str(EVENT[m]) for m, keeps in KEEPS_STATE.items() if keeps]
     shrunk = set(events.loc[events["event"].isin(kept), "round"].dropna().astype(int).tolist())
+    # every round a recovery in place made: its survivors met at no store (no rendezvous)
+    made = set(events.loc[events["event"].isin(IN_PLACE_EVENTS), "round"].dropna().astype(int).tolist())
     rows, from_peer = [], False
     for i, s in enumerate(spans.itertuples(index=False)):
         final = s.end == "run_end"
@@ -125,12 +127,14 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
         out_at = first_left.get(s.round)
         detection = min(gap, max(0.0, out_at - s.t1)) if out_at is not None else gap
         ranked = float(done.get(int(nxt["round"]), resume)) if nxt is not None else resume
-        rendezvous = min(gap - detection, max(0.0, ranked - s.t1 - detection))
+        meeting = min(gap - detection, max(0.0, ranked - s.t1 - detection))
+        in_place = nxt is not None and int(nxt["round"]) in made
         interruptions.append({
             "t": s.t1, "round": s.round, "cause": s.reason or s.end, "end": s.end,
             "hosts_before": s.hosts_used, "hosts_after": int(nxt["hosts_used"]) if nxt is not None else 0,
-            "detection_s": detection, "rendezvous_s": rendezvous,
-            "worker_start_s": gap - detection - rendezvous,
+            "detection_s": detection, "rendezvous_s": 0.0 if in_place else meeting,
+            "restart_in_place_s": meeting if in_place else 0.0,
+            "worker_start_s": gap - detection - meeting,
             "checkpoint_load_s": float(nxt["load_s"]) if nxt is not None else 0.0,
             "recompute_s": s.lost_s,
             "running_smaller_s": (float(nxt["saved_s"]) * (1 - float(nxt["throughput"]))
@@ -144,6 +148,7 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
         "startup": float(table["t0"].iloc[0]) if len(table) else duration,
         "detection": float(inter["detection_s"].sum()),
         "rendezvous": float(inter["rendezvous_s"].sum()),
+        "restart_in_place": float(inter["restart_in_place_s"].sum()),
         "worker_start": float(inter["worker_start_s"].sum()),
         "checkpoint_load": float(table["load_s"].sum()),
         "checkpoint_stall": float(table["stall_s"].sum()),
@@ -155,7 +160,7 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
     summary = {"ettr": saved / duration, "goodput": useful / duration,
                "interruptions": int(len(failures)),
                "mtti_s": duration / len(failures) if len(failures) else float("nan"),
-               "mttr_s": float((failures["detection_s"] + failures["rendezvous_s"]
+               "mttr_s": float((failures["detection_s"] + failures["rendezvous_s"] + failures["restart_in_place_s"]
                                 + failures["worker_start_s"] + failures["checkpoint_load_s"]).mean())
                if len(failures) else float("nan")}
     summary.update({f"lost_{k}_s": v for k, v in lost.items()})
