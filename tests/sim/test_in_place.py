@@ -81,7 +81,8 @@ def test_shrink_runs_on_with_exactly_the_survivors_from_memory(fidelity):
     spans = tr.spans.set_index("round")
     assert spans.loc[r1, "restart_from"] == "memory" and spans.loc[r1, "load_s"] == 0
     cut = tr.interruptions.iloc[0]
-    assert cut["recompute_s"] == 0 and cut["rendezvous_s"] == pytest.approx(2.0)
+    assert cut["recompute_s"] == 0 and cut["rendezvous_s"] == 0                  # no rendezvous: a shrink
+    assert cut["restart_in_place_s"] == pytest.approx(2.0)
 
 
 @pytest.mark.parametrize("fidelity", FIDELITIES)
