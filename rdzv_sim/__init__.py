@@ -20,6 +20,14 @@ def run(scenario, overrides=(), seed=None, progress=None):
     return _run(scenario, overrides, seed, progress)
 
 
+def compare(scenario, vary, seeds=5, overrides=(), workers=None, progress=None):
+    """Run each variant of `vary` ({"agent.recovery": ["in_job", "shrink"]}) on the same seeds;
+    returns a Comparison: `lines` (the answer first), `table` (a row per variant, paired 95%
+    intervals), `runs` (a row per run)."""
+    from .comparison import compare as _compare
+    return _compare(scenario, vary, seeds, overrides, workers, progress=progress)
+
+
 def load_scenario(source, overrides=(), seed=None):
     """Validate a scenario (bundled name, path, YAML text or dict); raises ScenarioError."""
     from .scenario.load import load
@@ -43,5 +51,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'rdzv_sim' has no attribute {name!r}")
 
 
-__all__ = ["run", "load_scenario", "Kit", "Capabilities", "register_kit", "Error", "Protocol", "ProtocolSettings",
+__all__ = ["run", "compare", "load_scenario", "Kit", "Capabilities", "register_kit", "Error", "Protocol", "ProtocolSettings",
            "ScenarioError", "RunResult", "__version__"]

@@ -184,7 +184,6 @@ def sweep(
     dask: Optional[str] = typer.Option(None, "--dask", help="Run on this Dask scheduler (tcp://host:8786)."),
 ):
     """Run a grid of parameters x seeds in parallel; one table with a row per run, and a report."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from .report.sweep_report import build_sweep
     from .scenario.load import ScenarioError, load
     from .sweep import parse_grid, sweep as do_sweep
@@ -199,11 +198,7 @@ def sweep(
         _fail(["give at least one --grid key.path=v1,v2,..."])
     target = out or Path(f"runs/{sc.name}-sweep")
     try:
-        with Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err_console, disable=not sys.stderr.isatty()) as bar:
-            task = bar.add_task("runs", total=None)
-            df = do_sweep(sc, g, seeds, workers, dask,
-                          progress=lambda n, total: bar.update(task, completed=n, total=total))
+        df = do_sweep(sc, g, seeds, workers, dask, progress=_runs_progress(f"{sc.name} sweep"))
     except ScenarioError as e:
         _fail([f"a grid value is invalid: {m}" for m in e.messages])
     target.mkdir(parents=True, exist_ok=True)
@@ -223,6 +218,74 @@ def sweep(
     for line in advice:
         out_console.print(line, highlight=False)
     out_console.print(f"table: {target}/sweep.parquet, report: {paths['html']}", highlight=False)
+
+
+def _runs_progress(name: str):
+    """`progress(done, total)` for many runs: rich's bar on a terminal, else a line now and then."""
+    if not sys.stderr.isatty():
+        from .progress import RunsDone
+        return RunsDone(name)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    bar = Progress(TextColumn(f"[bold]{name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=err_console)
+    task = bar.add_task("runs", total=None)
+
+    def update(n: int, total: int) -> None:
+        if n == 1:
+            bar.start()
+        bar.update(task, completed=n, total=total)
+        if n >= total:
+            bar.stop()
+    return update
+
+
+@app.command()
+def compare(
+    scenario: str = typer.Argument(..., help="A bundled scenario name or a YAML file."),
+    vary: List[str] = typer.Option([], "--vary", help="key.path=v1,v2,... (repeatable; their product is compared)."),
+    seeds: int = typer.Option(5, "--seeds", min=2, help="Seeds, the same for every variant (paired)."),
+    set_: List[str] = typer.Option([], "--set", help="Override a field first: key.path=value (repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Default: runs/<name>-compare."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Local processes (default: all cores)."),
+    dask: Optional[str] = typer.Option(None, "--dask", help="Run on this Dask scheduler (tcp://host:8786)."),
+):
+    """Which variant wins, by how much and why: every variant on the same seeds, with paired
+    95% intervals, in-place recoveries and fallbacks, and the lost host- and GPU-hours by part
+    and by cause (docs/simulating.md#comparing-variants)."""
+    from .comparison import compare as do_compare, parse_vary
+    from .outputs import OutputError, atomic_folder
+    from .report.comparison import write
+    from .scenario.load import ScenarioError, load
+    try:
+        sc = load(scenario, set_)
+        v = parse_vary(vary)
+        if not v:
+            raise ValueError("give at least one --vary key.path=v1,v2,...")
+    except ScenarioError as e:
+        _fail(e.messages)
+    except ValueError as e:
+        _fail([str(e)])
+    target = out or Path(f"runs/{sc.name}-compare")
+    try:
+        result = do_compare(sc, v, seeds, (), workers, dask, progress=_runs_progress(f"{sc.name} compare"))
+        with atomic_folder(target) as tmp:
+            write(result, tmp, f"{sc.name}: compared")
+    except ScenarioError as e:
+        _fail([f"--vary: {m}" for m in e.messages])
+    except (ValueError, OutputError) as e:
+        _fail([str(e)])
+    for line in result.lines:
+        out_console.print(line, highlight=False)
+    from .report.comparison import rows_to_print
+    t = Table(title=f"{sc.name}: {len(result.runs)} runs, {seeds} paired seeds", header_style="bold")
+    t.add_column("")
+    for name in result.table["variant"]:
+        t.add_column(str(name), justify="right")
+    for label, cells in rows_to_print(result.table):
+        t.add_row(label, *cells)
+    out_console.print(t)
+    out_console.print(f"tables: {target}/ (compare.parquet, runs.parquet), report: {target}/compare.md",
+                      highlight=False)
 
 
 @app.command("report")

@@ -37,3 +37,24 @@ class ProgressLines:
 
     def line(self, text: str) -> None:
         print(f"{self.name}: {text}", file=self.stream, flush=True)
+
+
+class RunsDone:
+    """`progress(done, total)` for a sweep or a comparison: a line when a run ends, at most
+    every `every` s (and always the last), with the wall time so far and an estimate of the rest."""
+
+    def __init__(self, name: str, stream=None, every: float = 5.0):
+        self.name, self.every = name, every
+        self.stream = stream if stream is not None else sys.stderr
+        self.t0 = time.perf_counter()
+        self.last = -float("inf")
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - self.last < self.every and done < total:
+            return
+        self.last = now
+        wall = now - self.t0
+        rest = f", about {_clock(wall / done * (total - done))} left" if 0 < done < total else ""
+        print(f"{self.name}: {done:,} of {total:,} runs done, {_clock(wall)} wall{rest}",
+              file=self.stream, flush=True)

@@ -49,21 +49,23 @@ def run_one(scenario, spec: dict) -> dict:
 
 
 def run_specs(data: dict, specs: list[dict], workers: int | None = None,
-              dask_address: str | None = None, progress=None) -> list[dict]:
-    """Each spec's summary row (`run_one`), in order, on a local process pool or a Dask
-    cluster; `progress(done, total)` after each run."""
+              dask_address: str | None = None, progress=None, fn=None) -> list[dict]:
+    """Each spec's row (`fn`, a top-level function of (scenario, spec); default `run_one`: its
+    summary row), in order, on a local process pool or a Dask cluster; `progress(done, total)`
+    after each run."""
+    fn = fn or run_one
     rows: list[dict | None] = [None] * len(specs)
     if dask_address:
         from dask.distributed import Client, as_completed as dask_completed
         with Client(dask_address) as client:
-            futs = {client.submit(run_one, data, s, pure=False): i for i, s in enumerate(specs)}
+            futs = {client.submit(fn, data, s, pure=False): i for i, s in enumerate(specs)}
             for n, fut in enumerate(dask_completed(futs), 1):
                 rows[futs[fut]] = fut.result()
                 if progress:
                     progress(n, len(specs))
     else:
         with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
-            futs = {pool.submit(run_one, data, s): i for i, s in enumerate(specs)}
+            futs = {pool.submit(fn, data, s): i for i, s in enumerate(specs)}
             for n, fut in enumerate(as_completed(futs), 1):
                 rows[futs[fut]] = fut.result()
                 if progress:
