@@ -1,8 +1,9 @@
 """Property-test rendezvous protocols: Hypothesis strategies and trace invariant checkers.
 
     from hypothesis import given
-    from rdzv_sim.testing import scenarios, check_run
+    from rdzv_sim.testing import scenarios, check_run, simulation_settings
 
+    @simulation_settings          # no 200 ms deadline: an example is a whole simulation
     @given(scenarios(protocol="hrw"))
     def test_hrw(sc):
         check_run(sc)          # simulates, checks safety and liveness, fails with a replay file
@@ -15,7 +16,8 @@ from .known import Known
 from .liveness import check_liveness, liveness_bound, quiet_time
 from .replay import replay_hint, save_failure, to_yaml
 
-_STRATEGIES = ("agent_settings", "fault_schedules", "protocol_settings", "replicated_stores", "scenarios")
+_STRATEGIES = ("agent_settings", "fault_schedules", "protocol_settings", "replicated_stores", "scenarios",
+               "simulation_settings")
 
 
 def check_run(scenario, liveness: bool = True):

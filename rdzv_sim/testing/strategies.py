@@ -8,7 +8,7 @@ Every scenario they make is valid, and long enough for the liveness check to jud
 """
 from __future__ import annotations
 
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings as _settings, strategies as st
 from hypothesis.errors import InvalidArgument
 
 from ..scenario.load import load
@@ -21,6 +21,12 @@ from ..scenario.faults import KINDS
 # what `fault_schedules` draws unless told: the kinds every protocol and store survives
 FAULT_KINDS = ("crash", "restart", "pause", "partition", "worker_failure", "slow_join",
                "store_pause", "clock_skew", "preemption", "flap")
+
+
+# what a property test of whole simulations needs of Hypothesis: no deadline (one example is a
+# simulation of up to a second or two, past Hypothesis's 200 ms), and examples that take long
+# are not an error; 25 of them is a quick first run (raise max_examples in CI)
+simulation_settings = _settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 
 
 def times(horizon: float) -> st.SearchStrategy[float]:
@@ -219,7 +225,7 @@ def _known_protocol(where: str, protocol) -> None:
 
 
 def scenarios(protocol: str = "hrw", nodes=st.integers(1, 12), faults=None, horizon: float = 200.0,
-              settings: dict | None = None, store=None) -> st.SearchStrategy:
+              settings: dict | None = None, store=None, recovery=None) -> st.SearchStrategy:
     """A validated Scenario with generated cluster, settings and faults.
 
     `settings` fixes or draws protocol fields: `settings={"rank_order": st.just("stable")}`.
@@ -229,8 +235,12 @@ def scenarios(protocol: str = "hrw", nodes=st.integers(1, 12), faults=None, hori
     `faults` is a strategy of fault lists, or a function of the node count that returns one
     (so that node indexes fit the drawn cluster): `faults=lambda n: fault_schedules(n, ...)`.
     A fault on a rack gives the cluster a rack topology.
+
+    `recovery` is the agent's recovery mode to draw, or a list of them (default: every mode
+    the protocol supports); the duration follows the mode's timers, as it does every other.
     """
     _known_protocol("scenarios", protocol)
+    recovery = _recovery_modes(protocol, recovery)
     if not isinstance(nodes, st.SearchStrategy):
         raise InvalidArgument(f"scenarios(nodes={nodes!r}): give a strategy of host counts, "
                               "e.g. nodes=st.integers(1, 12) or st.just(4)")
@@ -239,12 +249,24 @@ def scenarios(protocol: str = "hrw", nodes=st.integers(1, 12), faults=None, hori
                               "function of the node count, e.g. faults=lambda n: fault_schedules(n)")
     if not isinstance(horizon, (int, float)) or horizon <= 0:
         raise InvalidArgument(f"scenarios(horizon={horizon!r}): give the seconds faults fall within, > 0")
-    return _scenarios(protocol, nodes, faults, horizon, settings, store)
+    return _scenarios(protocol, nodes, faults, horizon, settings, store, recovery)
+
+
+def _recovery_modes(protocol: str, recovery) -> tuple:
+    from ..protocols.registry import specs
+    can = tuple(specs()[protocol].caps.recovery)
+    if recovery is None:
+        return can
+    modes = (recovery,) if isinstance(recovery, str) else tuple(recovery)
+    wrong = [m for m in modes if m not in can]
+    if not modes or wrong:
+        raise InvalidArgument(f"scenarios(recovery={recovery!r}): {protocol} recovers by "
+                              f"{', '.join(can)}; give one of them or a list of them")
+    return modes
 
 
 @st.composite
-def _scenarios(draw, protocol, nodes, faults, horizon, settings, store):
-    from ..protocols.registry import specs
+def _scenarios(draw, protocol, nodes, faults, horizon, settings, store, recovery):
     n = draw(nodes)
     if callable(faults) and not isinstance(faults, st.SearchStrategy):
         faults = faults(n)
@@ -260,7 +282,7 @@ def _scenarios(draw, protocol, nodes, faults, horizon, settings, store):
                     "start_spread": draw(st.sampled_from([0.0, 0.5, 5.0]))},
         "store": store or {"host": None, "op_timeout": draw(st.integers(5, 30))},
         "protocol": draw(protocol_settings(protocol, n, settings)),
-        "agent": draw(agent_settings(specs()[protocol].caps.recovery)),
+        "agent": draw(agent_settings(recovery)),
         "shards": {"count": 256, "policies": ["hrw"]},
         "faults": draw(faults if faults is not None else fault_schedules(n, horizon)),
     }

@@ -50,6 +50,9 @@ def test_one_way_to_register_a_protocol():
     (lambda: T.scenarios(nodes=4), "give a strategy of host counts"),
     (lambda: T.scenarios(faults=[{"kind": "crash"}]), "a function of the node count"),
     (lambda: T.scenarios(horizon=0), "horizon=0"),
+    (lambda: T.scenarios(recovery="shrnk"), "hrw recovers by in_job, in_process, shrink"),
+    (lambda: T.scenarios(protocol="static", recovery="shrink"), "static recovers by in_job;"),
+    (lambda: T.scenarios(recovery=()), "give one of them"),
     (lambda: T.protocol_settings("nope", 3), "not a registered protocol"),
     (lambda: T.protocol_settings("hrw", 3, {"colour": 1}), "not fields of 'hrw'"),
     (lambda: T.fault_schedules(3, kinds=("latencyy",)), "unknown kind 'latencyy'; the kinds are crash"),
@@ -85,3 +88,15 @@ def test_every_kind_is_drawn_somewhere(kind):
     found = find(T.fault_schedules(12, kinds=tuple(KINDS), racks=3, max_faults=6),
                  lambda faults: any(f["kind"] == kind for f in faults))
     assert any(f["kind"] == kind for f in found)
+
+
+@settings(max_examples=15, deadline=None)
+@given(T.scenarios(recovery="in_process", nodes=st.integers(2, 4)))
+def test_scenarios_draw_the_recovery_mode_asked_for(sc):
+    assert sc.agent.recovery == "in_process"
+
+
+@settings(max_examples=15, deadline=None)
+@given(T.scenarios(recovery=["in_job", "shrink"], nodes=st.integers(2, 4)))
+def test_scenarios_draw_only_the_recovery_modes_asked_for(sc):
+    assert sc.agent.recovery in ("in_job", "shrink")
