@@ -16,6 +16,7 @@ class Reason(str, Enum):
     ROUND_ENDED = "round_ended"          # another member ended the round (a watch)
     NODES_WAITING = "nodes_waiting"      # late joiners wait for the next round (a watch)
     PROBE = "probe"                      # a waiter asks whether the members live (answered in place)
+    POLL = "poll"                        # the rendezvous state changed: ask the protocol (c10d's)
     IN_PLACE = "in_place"                # the world recovered in place: train on in it (a signal)
     LEFT_OUT = "left_out"                # the world recovered in place without this member (a signal)
 

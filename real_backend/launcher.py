@@ -31,6 +31,7 @@ from .proxy import FaultProxy
 from .runtime import missing_ops
 from .standby import Standby
 from .world import RealWorld
+from rdzv_sim.events import Event
 
 
 class RealRun:
@@ -109,7 +110,7 @@ class RealRun:
         self.standby.ready(name)
         if self.etcd is not None:
             self.member_back(i)
-        self.record(name, "node_start", {"why": why})
+        self.record(name, Event.NODE_START, {"why": why})
         self.procs[name] = self.standby.release(name, self.t0)
 
     def crash(self, i: int, cause: str = "crash"):
@@ -119,7 +120,7 @@ class RealRun:
             return
         os.kill(p.pid, signal.SIGKILL)
         p.join(5)
-        self.record(name, "fault_crash", {"cause": cause})
+        self.record(name, Event.FAULT_CRASH, {"cause": cause})
         self.warm(i)                       # its next life loads while it is down
         if self.etcd is not None:
             self.member_lost(i)
@@ -136,13 +137,13 @@ class RealRun:
         if m is not None and self.etcd.alive(self.etcd.names[m]):
             leader = self.etcd.leader(2.0, none_ok=True) == self.etcd.names[m]
             self.etcd.kill(self.etcd.names[m])
-            self.record("store", "store_member_lost", {"member": m, "leader": leader})
+            self.record("store", Event.STORE_MEMBER_LOST, {"member": m, "leader": leader})
 
     def member_back(self, i: int) -> None:
         m = self.member_of(i)
         if m is not None and not self.etcd.alive(self.etcd.names[m]):
             self.etcd.restart(self.etcd.names[m])
-            self.record("store", "store_member_back", {"member": m})
+            self.record("store", Event.STORE_MEMBER_BACK, {"member": m})
 
     def crash_store(self, cause: str):
         if self.etcd is not None:             # a store_crash: the leader's member dies
@@ -150,12 +151,12 @@ class RealRun:
             if not self.etcd.alive(leader):
                 return
             self.etcd.kill(leader)
-            self.record("store", "fault_store_crash", {"member": self.etcd.names.index(leader), "leader": True})
+            self.record("store", Event.FAULT_STORE_CRASH, {"member": self.etcd.names.index(leader), "leader": True})
             return
         if self.store_proc is not None and self.store_proc.is_alive():
             os.kill(self.store_proc.pid, signal.SIGKILL)
             self.store_proc.join(5)
-            self.record("store", "fault_store_crash", {"cause": cause})
+            self.record("store", Event.FAULT_STORE_CRASH, {"cause": cause})
 
     def rack(self, r: int) -> list[int]:
         """The nodes of rack r, as the simulator's topology places them."""
@@ -170,25 +171,25 @@ class RealRun:
     def partition(self, nodes: list[int], duration: float):
         for i in nodes:
             self.proxy.cut(self.name(i))
-            self.signal_node(i, signal.SIGUSR2, "fault_partition_node")
-        self.record("network", "fault_partition", {"hosts": [self.name(i) for i in nodes],
+            self.signal_node(i, signal.SIGUSR2, Event.FAULT_PARTITION_NODE)
+        self.record("network", Event.FAULT_PARTITION, {"hosts": [self.name(i) for i in nodes],
                                                    "duration": duration})
 
     def heal(self, nodes: list[int]):
         for i in nodes:
             self.proxy.heal(self.name(i))
-            self.signal_node(i, signal.SIGUSR2, "partition_node_healed")
-        self.record("network", "partition_healed", {"hosts": len(nodes)})
+            self.signal_node(i, signal.SIGUSR2, Event.PARTITION_NODE_HEALED)
+        self.record("network", Event.PARTITION_HEALED, {"hosts": len(nodes)})
 
     def slow(self, nodes: list[int], delay: float, duration: float | None = None):
         """Delay the nodes' store traffic by `delay` each way (0: back to normal)."""
         for i in nodes:
             self.proxy.set_delay(self.name(i), delay)
         if delay:
-            self.record("network", "fault_latency", {"hosts": sorted(self.name(i) for i in nodes),
+            self.record("network", Event.FAULT_LATENCY, {"hosts": sorted(self.name(i) for i in nodes),
                                                      "delay": delay, "duration": duration})
         else:
-            self.record("network", "latency_healed", {"hosts": len(nodes)})
+            self.record("network", Event.LATENCY_HEALED, {"hosts": len(nodes)})
 
     # --- the run -----------------------------------------------------------------------
     def plan(self):
@@ -287,7 +288,7 @@ class RealRun:
             self.record("store", event, detail)
 
     def fail_workers(self, i):
-        self.signal_node(i, signal.SIGUSR1, "fault_worker_failure")
+        self.signal_node(i, signal.SIGUSR1, Event.FAULT_WORKER_FAILURE)
 
     def run(self) -> RunResult:
         self.t0 = time.monotonic()

@@ -22,6 +22,7 @@ from rdzv_sim.scenario.load import load
 from .launcher import RealRun
 from .process_tree import kill_tree
 from .torchrun_conf import not_served
+from rdzv_sim.events import Event
 
 KINDS = {"crash", "restart", "slow_join"}
 
@@ -78,7 +79,7 @@ class TorchrunRun(RealRun):
                    RDZV_SIM_PROTOCOLS=",".join(plugin_modules()), DEMO_NODE=name,
                    PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         out = open(self.dir / f"agent-{name}.log", "ab")
-        self.record(name, "node_start", {"why": why})
+        self.record(name, Event.NODE_START, {"why": why})
         self.agents[name] = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                              start_new_session=True)
 
@@ -89,7 +90,7 @@ class TorchrunRun(RealRun):
             return
         kill_tree(p.pid)                          # the agent and its workers, as a host dies
         p.wait(10)
-        self.record(name, "fault_crash", {"cause": cause})
+        self.record(name, Event.FAULT_CRASH, {"cause": cause})
 
     def node_rows(self) -> list[tuple]:
         """The handlers' trace lines, on the launcher's clock (their wall time)."""

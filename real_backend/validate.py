@@ -26,15 +26,16 @@ from rdzv_sim.scenario.load import load
 from .launcher import anchor, run_real
 from .parts import validator_of
 from . import quorum_validate as _quorum  # noqa: F401 - registers the quorum protocol's validate
+from rdzv_sim.events import Event
 
 
 def _ranks(events: pd.DataFrame) -> list[dict]:
-    ra = events[events["event"] == "rank_assigned"]
+    ra = events[events["event"] == Event.RANK_ASSIGNED]
     return [dict(zip(g["node"], g["rank"].astype(int))) for _, g in ra.groupby("round", sort=True)]
 
 
 def _latencies(events: pd.DataFrame) -> dict:
-    ra = events[events["event"] == "rank_assigned"]
+    ra = events[events["event"] == Event.RANK_ASSIGNED]
     out = {}
     for i, (_, g) in enumerate(ra.groupby("round", sort=True, observed=True)):
         for node, lat in zip(g["node"], g["latency"]):
@@ -53,8 +54,8 @@ def aligned(sc, real_events: pd.DataFrame):
     for i in range(sc.cluster.nodes):
         name = f"node{i:0{width}d}"                      # the simulator's (and launcher's) names
         mine = ev[ev["node"] == name]
-        starts = mine[mine["event"] == "node_start"]["t"].tolist()
-        begins = mine[mine["event"] == "rendezvous_start"]["t"].tolist()
+        starts = mine[mine["event"] == Event.NODE_START]["t"].tolist()
+        begins = mine[mine["event"] == Event.RENDEZVOUS_START]["t"].tolist()
         firsts = [next((b for b in begins if b >= s0), None) for s0 in starts]
         for k, (s0, b) in enumerate(zip(starts, firsts)):
             if b is None:

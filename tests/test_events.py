@@ -9,7 +9,6 @@ from rdzv_sim.events import DETAIL, NAMES, Event, UnknownEvent, check
 from rdzv_sim.trace import Tracer, events_table
 
 ROOT = Path(__file__).resolve().parent.parent
-NODES = {"network", "store", "job", "lighthouse"}          # node names some records carry, not events
 
 
 def test_the_trace_refuses_an_event_it_does_not_know():
@@ -39,28 +38,7 @@ def test_an_event_is_its_string():
     assert f"{Event.JOIN}" == str(Event.JOIN) == "join"             # as text, its value
 
 
-def literal_events():
-    """(file:line, name) of every string literal passed as an event to record/Emit/emit."""
-    out = []
-    for p in [*(ROOT / "rdzv_sim").rglob("*.py"), *(ROOT / "real_backend").rglob("*.py")]:
-        for node in ast.walk(ast.parse(p.read_text())):
-            if not isinstance(node, ast.Call):
-                continue
-            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if fn not in ("record", "record_many", "Emit", "emit", "signal_node", "signal_store", "_gave_up", "Exit"):
-                continue
-            for a in (node.args[1:2] if fn == "Exit" else node.args[:3]):     # Exit(reason, event)
-                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value not in NODES \
-                        and a.value.replace("_", "").isalnum() and a.value.islower():
-                    out.append((f"{p.relative_to(ROOT)}:{node.lineno}", a.value))
-    return out
-
-
-def test_every_event_the_code_writes_is_listed():
-    found = literal_events()
-    assert len(found) > 40                       # the scan sees the code's events (fewer as they become members)
-    unknown = [(w, n) for w, n in found if n not in NAMES and not n.startswith("node")]
-    assert not unknown, unknown
+# that no event name is written as a string literal (outside this module's own): tests/test_words.py
 
 
 def test_details_follow_their_rows_into_time_order():

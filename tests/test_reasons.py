@@ -39,7 +39,8 @@ def words_in_calls(callees: tuple, words: set, root: Path = ROOT) -> list[str]:
 
 
 def test_no_reason_is_written_as_a_string():
-    """`Watch(op, "round_ended")` or `signal("peer_failed")` would be a word nothing checks."""
+    """`Watch(op, "round_ended")` or `signal("peer_failed")` would be a word nothing checks
+    (tests/test_words.py holds every literal; this holds the calls that take a reason)."""
     found = words_in_calls(("Watch", "signal", "take", "Local", "leave"), {r.value for r in Reason})
     assert not found, found
 

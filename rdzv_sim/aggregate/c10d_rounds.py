@@ -18,6 +18,7 @@ from ..protocols.c10d.state import addr_of, desc
 from ..reasons import ExitReason
 from .c10d_race import C10dRace, Said
 from .round_model import Formed, RoundModel
+from ..events import Event
 
 
 class C10dRounds(RoundModel):
@@ -74,7 +75,7 @@ class C10dRounds(RoundModel):
             if self.race.desc[i] != want:
                 self.race.rename(i, want)
             self.started[name] = t
-            job.trace.record(t, name, "rendezvous_start", detail={"restarts": int(job.restarts[job.host.code[name]])})
+            job.trace.record(t, name, Event.RENDEZVOUS_START, detail={"restarts": int(job.restarts[job.host.code[name]])})
             self.race.enter(i, t)
         self._wake()
 
@@ -97,7 +98,7 @@ class C10dRounds(RoundModel):
 
     # --- what the race says -----------------------------------------------------------------
     def _on_join(self, t: float, name: str, d: dict) -> None:
-        self.job.trace.record(t, name, "join", d["round"], detail={"slot": d["slot"]})
+        self.job.trace.record(t, name, Event.JOIN, d["round"], detail={"slot": d["slot"]})
 
     def _on_complete(self, t: float, name: str, d: dict) -> None:
         job, index = self.job, self.race.index
@@ -107,7 +108,7 @@ class C10dRounds(RoundModel):
         job.round = d["round"]
 
     def _on_confirmed(self, t: float, name: str, d: dict) -> None:
-        self.job.trace.record(t, name, "confirmed", d["round"], d["rank"],
+        self.job.trace.record(t, name, Event.CONFIRMED, d["round"], d["rank"],
                               detail={"cas_attempts": d["cas"]})
         self.forming[name] = (t, d["rank"], d["nnodes"])
         self._maybe_run()

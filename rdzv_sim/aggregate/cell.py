@@ -19,6 +19,7 @@ from ..reasons import ExitReason, Reason
 from ..sim import in_place
 from .hosts import HostCodes, HostList
 from .round_model import CellSpec, Formed
+from ..events import Event
 
 
 class CellTrace:
@@ -133,18 +134,18 @@ class Cell:
         nproc = self.job.sc.cluster.nproc_per_node
         world = nproc * nn
         facts = {"digest": f.digest, "master": f.master, "nnodes": nn}     # once a round
-        tr.record(f.t_closed, f.closer, "round_closed", r, world_size=world,
+        tr.record(f.t_closed, f.closer, Event.ROUND_CLOSED, r, world_size=world,
                   detail={"members": f.listed, "count": nn, "holes": 0, **facts})
         ranks, t_rank = np.asarray(f.ranks, np.int64), np.asarray(f.t_rank, np.float64)
         hc = self.host.of(f.members)          # a HostList's own codes, else one lookup a name
         codes = self.host.traced(hc)
-        tr.record_many(t_rank, codes, "rank_assigned", r, ranks=ranks, world_size=world,
+        tr.record_many(t_rank, codes, Event.RANK_ASSIGNED, r, ranks=ranks, world_size=world,
                        fields={"latency": t_rank - np.asarray(f.started, np.float64)},
                        facts={**facts, "first_rank": ranks * nproc})    # given by the round's
         a = self.job.sc.agent
         t_ws = float(t_rank.max()) + a.worker_start + a.worker_start_per_node * nn
         by_rank = np.argsort(ranks, kind="stable")
-        tr.record_many(t_ws, codes[by_rank], "workers_started", r, ranks=ranks[by_rank],
+        tr.record_many(t_ws, codes[by_rank], Event.WORKERS_STARTED, r, ranks=ranks[by_rank],
                        world_size=world)
         self.model.running(f, t_ws)
         key = self.table_round(r) + self.job.trace.round_offset
@@ -189,7 +190,7 @@ class Cell:
     def gave_up(self, t: float, names: list[str], why: str, reason: str) -> None:
         """torch's RendezvousTimeoutError or RendezvousClosedError: these agents exit."""
         self.job.trace.record_many(t, names, why, fields={"reason": reason})
-        self.job.trace.record_many(t, names, "agent_exit", fields={"reason": why})
+        self.job.trace.record_many(t, names, Event.AGENT_EXIT, fields={"reason": why})
         self.job.exited.update(names)
         self.model.shut_down(names, t)
         self.job.requeue_if_none_left()
@@ -224,7 +225,7 @@ class Cell:
             return          # every member died before it noticed: a waiter's probe ends the round
         # a member that stopped or crashed was dropped then: every member is alive
         members, mc = self.members, self.members.codes
-        self.trace.record_many(t, self.host.traced(mc), "round_left", r, ranks=self.rank_of[mc],
+        self.trace.record_many(t, self.host.traced(mc), Event.ROUND_LEFT, r, ranks=self.rank_of[mc],
                                fields={"reason": why})
         back = self.model.leave(members, t)
         self._clear_members()
@@ -238,7 +239,7 @@ class Cell:
                 names, times = [], []
                 for m, c, tb in zip(members, mc.tolist(), back):
                     if out_of_restarts(int(restarts[c]), job.agent_cfg):
-                        job.trace.record(t, m, "agent_exit", detail={"reason": ExitReason.MAX_RESTARTS})
+                        job.trace.record(t, m, Event.AGENT_EXIT, detail={"reason": ExitReason.MAX_RESTARTS})
                         job.exited.add(m)
                         self.model.gone(m, t)
                         out.append(m)

@@ -29,6 +29,7 @@ from ..protocols.hrw.script import (AWAIT_READY, BELOW_MIN, CLOSE, CONFIRM, END,
 from ..reasons import ExitReason
 from .queue import Fifo
 from .round_model import Formed, RoundModel
+from ..events import Event
 
 
 @dataclass
@@ -354,8 +355,8 @@ class HrwRounds(RoundModel):
         r, k, n = job.round, len(job.members), len(names)
         slots = np.arange(k + 1, k + 1 + n)
         codes = job.host.traced(job.host.of(names))
-        job.trace.record_many(ts, codes, "join", r, fields={"slot": slots})
-        job.trace.record_many(ts, codes, "waiting", r,
+        job.trace.record_many(ts, codes, Event.JOIN, r, fields={"slot": slots})
+        job.trace.record_many(ts, codes, Event.WAITING, r,
                               fields={"slot": slots, "waiting": np.arange(1, n + 1)})
         self.waited[r] = self.waited.get(r, 0) + n
         for name, t in zip(names, ts):
@@ -384,8 +385,8 @@ class HrwRounds(RoundModel):
             return
         r = job.round
         codes = host.traced(jc)
-        tr.record_many(starts, codes, "rendezvous_start", fields={"restarts": job.restarts[jc]})
-        tr.record_many(rt.t_join[rt.order], codes[rt.order], "join", r,
+        tr.record_many(starts, codes, Event.RENDEZVOUS_START, fields={"restarts": job.restarts[jc]})
+        tr.record_many(rt.t_join[rt.order], codes[rt.order], Event.JOIN, r,
                        fields={"slot": np.arange(1, len(rt.order) + 1)})
         mc = jc[rt.members]
         member_names = host.named(mc)
@@ -395,7 +396,7 @@ class HrwRounds(RoundModel):
         rank = np.empty(len(host), dtype=np.int64)
         rank[host.of(order)] = np.arange(len(order))
         ranks = rank[mc]
-        tr.record_many(rt.t_ack, codes[rt.members], "confirmed", r, ranks=ranks)
+        tr.record_many(rt.t_ack, codes[rt.members], Event.CONFIRMED, r, ranks=ranks)
         self.sizes_of[r] = (len(rt.order), len(order))
         listed = host.named(np.sort(mc))
         job.formed(Formed(r, member_names, ranks, rt.t_rank, self.t_join[mc], len(order),

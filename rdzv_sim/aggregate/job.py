@@ -24,6 +24,7 @@ from ..sim.job import Job
 from ..sim.node import SimNode
 from .cell import Cell
 from .round_model import round_model_of
+from ..events import Event
 
 
 class AggregateJob(Job):
@@ -58,7 +59,7 @@ class AggregateJob(Job):
         self.exited.discard(node.name)
         node.incarnation += 1
         node.started_at = self.env.now
-        self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
+        self.trace.record(self.env.now, node.name, Event.NODE_START, detail={"why": why})
         self.cell_of[node.name].enter(node.name, self.env.now + self.sc.agent.process_start)
 
     def stop(self, node: SimNode) -> None:
@@ -66,7 +67,7 @@ class AggregateJob(Job):
             return
         cell = self.cell_of[node.name]
         cell.gone(node.name, self.env.now)
-        self.trace.record(self.env.now, node.name, "agent_stopped", self.round_of(node.name))
+        self.trace.record(self.env.now, node.name, Event.AGENT_STOPPED, self.round_of(node.name))
         node.alive = False
         self.exited.discard(node.name)
         cell.drop(node.name)
@@ -76,7 +77,7 @@ class AggregateJob(Job):
             return
         cell = self.cell_of[node.name]
         was_member = cell.gone(node.name, self.env.now)
-        self.trace.record(self.env.now, node.name, "fault_crash", self.round_of(node.name),
+        self.trace.record(self.env.now, node.name, Event.FAULT_CRASH, self.round_of(node.name),
                           detail={"cause": cause, "unusable": True} if unusable else {"cause": cause})
         node.alive = False
         self.exited.discard(node.name)

@@ -105,7 +105,7 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
         except RendezvousFailed as e:
             attempts += 1
             last = e.assigned or last
-            fenced = fenced + 1 if e.why == "no_quorum" else 0
+            fenced = fenced + 1 if e.why == ExitReason.NO_QUORUM else 0
             if fenced == 1:
                 fenced_since = t_join
             yield Emit(Event.RENDEZVOUS_FAILED, detail={"reason": str(e)})
@@ -264,7 +264,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
                 pass
             return (yield from _exit(TERMINATED))
         if isinstance(value, StoreError):
-            yield StopWorkers("store_lost")
+            yield StopWorkers(ExitReason.STORE_LOST)
             if not protocol.cfg.fails_over:
                 yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
             return (yield from _shut_down(protocol, node, ExitReason.STORE_LOST))

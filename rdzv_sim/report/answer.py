@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from ..events import NAMES
+from ..events import Event, NAMES
 
 # the unit of each summary column not said by its name (_s: seconds, _bytes: bytes)
 UNITS = {
@@ -53,7 +53,7 @@ def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
         return None
     t0, node, kind = float(ev["t"].iloc[0]), str(ev["node"].iloc[0]), str(ev["event"].iloc[0])[6:]
     out = [f"The first fault: {node} {kind.replace('_', ' ')} at t = {t0:,.1f} s."]
-    left = events["t"].to_numpy()[((events["event"] == "round_left") & (events["t"] >= t0)).to_numpy()]
+    left = events["t"].to_numpy()[((events["event"] == Event.ROUND_LEFT) & (events["t"] >= t0)).to_numpy()]
     before = rounds[rounds["end"] <= t0]
     after = rounds[rounds["end"] > t0]
     how = after["formed_by"].iloc[0] if len(after) and "formed_by" in after.columns else "rendezvous"
@@ -64,11 +64,11 @@ def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
     if len(after):
         r = after.iloc[0]
         later = span(float(r["end"]) - t0)
-        if how == "in_process_restart":
+        if how == Event.IN_PROCESS_RESTART:
             out.append(f"The world restarted in place (in-process, no rendezvous) at {float(r['end']):,.1f} s "
                        f"with {int(r['nnodes'])} hosts ({later} after the fault; the restart took "
                        f"{span(float(r['latency']))}).")
-        elif how == "shrink":
+        elif how == Event.SHRINK:
             out.append(f"The world shrank to {int(r['nnodes'])} hosts at {float(r['end']):,.1f} s "
                        f"({later} after the fault; the shrink took {span(float(r['latency']))}, no "
                        "rendezvous), training on from memory.")

@@ -16,6 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..trace import label_codes  # noqa: E402
+from ..events import Event
 
 PER_NODE_LIMIT = 64          # above this many nodes the timeline is aggregated
 DPI = 80
@@ -28,7 +29,7 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-SPAN_EVENTS = ("node_start", "workers_started", "round_left", "fault_crash", "agent_exit")
+SPAN_EVENTS = (Event.NODE_START, Event.WORKERS_STARTED, Event.ROUND_LEFT, Event.FAULT_CRASH, Event.AGENT_EXIT)
 _KIND = {"node_start": 0, "workers_started": 1, "round_left": 2, "fault_crash": 3, "agent_exit": 3}
 
 
@@ -148,7 +149,7 @@ def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes:
     faults = _faults(events)
     if nodes <= PER_NODE_LIMIT:
         up, run = intervals(events, duration)
-        names = sorted(set(up) | set(run) | set(events.loc[events["event"] == "node_start", "node"]))
+        names = sorted(set(up) | set(run) | set(events.loc[events["event"] == Event.NODE_START, "node"]))
         cmap = plt.get_cmap("tab10")
         for y, name in enumerate(names):
             ax.broken_barh([(s, e - s) for s, e in up.get(name, [])], (y - 0.4, 0.8),
@@ -185,7 +186,7 @@ def latency(events: pd.DataFrame, summary: pd.DataFrame | None = None) -> bytes:
     """The histogram of node latencies; a frontier run has millions, so an evenly spaced
     sample of `LATENCY_SAMPLE` draws it, and its p50 and p99 lines are the summary's (all)."""
     from ..trace.details import latencies
-    rows = np.flatnonzero((events["event"] == "rank_assigned").to_numpy())
+    rows = np.flatnonzero((events["event"] == Event.RANK_ASSIGNED).to_numpy())
     step = -(-len(rows) // LATENCY_SAMPLE) if len(rows) else 1
     mask = np.zeros(len(events), dtype=bool)
     mask[rows[::step]] = True
@@ -347,7 +348,7 @@ def overlay(runs: dict[str, pd.DataFrame], duration: float) -> bytes:
     for (label, ev), colour in zip(runs.items(), ("tab:blue", "tab:red", "tab:green")):
         t, c = _open_over_time(host_spans(ev, duration)[1], duration)
         ax.step(t, c, where="post", color=colour, label=f"{label}: hosts running a round")
-        done = ev[ev["event"] == "rank_assigned"].groupby("round")["t"].max()
+        done = ev[ev["event"] == Event.RANK_ASSIGNED].groupby("round")["t"].max()
         ax.scatter(done.values, np.zeros(len(done)) - 0.15, marker="^", color=colour, s=25)
     ax.set_xlim(0, duration)
     ax.set_xlabel("time (s)  (triangles: rounds complete)")

@@ -18,6 +18,7 @@ from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, NonNegativeInt,
                       PositiveFloat, Tag, model_validator)
+from ..events import Event
 
 MAX_FLAPS = 10_000                # downs of one flap (each a cut and a heal)
 
@@ -91,13 +92,13 @@ class After(BaseModel):
         return AnchorWatch(self)
 
 
-FACTS_ON = ("rank_assigned", "round_closed")     # a round's size: a member's, or the round's own
+FACTS_ON = (Event.RANK_ASSIGNED, Event.ROUND_CLOSED)     # a round's size: a member's, or the round's own
 
 
 class AnchorWatch:
     """Fed a run's events in time order, says when an `After` is met (both runtimes use it)."""
-    EVENT = {"rendezvous_start": "rendezvous_start", "round_complete": "rank_assigned",
-             "workers_started": "workers_started", "pg_ready": "pg_ready"}
+    EVENT = {"rendezvous_start": Event.RENDEZVOUS_START, "round_complete": Event.RANK_ASSIGNED,
+             "workers_started": Event.WORKERS_STARTED, "pg_ready": Event.PG_READY}
 
     def __init__(self, after: After):
         self.want, self.round, self.plus = self.EVENT[after.after], after.round, after.plus
@@ -107,7 +108,7 @@ class AnchorWatch:
 
     def feed(self, t: float, node: str, event: str, rnd, detail) -> float | None:
         """One event (`detail` a dict or None); returns the fault's start once the anchor is met."""
-        if self.met is None and self.want == "rendezvous_start" and event == self.want:
+        if self.met is None and self.want == Event.RENDEZVOUS_START and event == self.want:
             self.met = t
         if self.met is None and rnd is not None and (self.round is None or rnd == self.round):
             if event in FACTS_ON and rnd not in self.members and detail and "nnodes" in detail:

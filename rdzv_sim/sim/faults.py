@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from ..events import Event
 
 
 def scheduled(sim, actions, anchor=None):
@@ -55,7 +56,7 @@ def interruptions(sim, spec, rng: np.random.Generator):
         yield env.timeout(float(rng.exponential(mean_gap)))
         if spec.scope == "job":
             if spec.requeue:                 # the scheduler kills the job and queues it again
-                sim.trace.record(env.now, "job", "fault_job_interruption", detail={"cause": spec.cause})
+                sim.trace.record(env.now, "job", Event.FAULT_JOB_INTERRUPTION, detail={"cause": spec.cause})
                 for node in sim.nodes.values():
                     sim.stop(node)
                 sim.scheduler.requeue(f"interruption:{spec.cause}")
@@ -99,7 +100,7 @@ def replay(sim, plan, rng: np.random.Generator):
 
 def _job_interruption(sim, cause: str) -> None:
     """Every node's workers fail at once (a software bug, an NCCL watchdog)."""
-    sim.trace.record(sim.env.now, "job", "fault_job_interruption", detail={"cause": cause})
+    sim.trace.record(sim.env.now, "job", Event.FAULT_JOB_INTERRUPTION, detail={"cause": cause})
     for node in sim.nodes.values():
         sim.fail_workers(node)
 

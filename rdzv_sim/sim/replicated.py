@@ -21,6 +21,7 @@ from __future__ import annotations
 import networkx as nx
 
 from .store import StoreServer
+from ..events import Event
 
 
 class ReplicatedStore(StoreServer):
@@ -45,7 +46,7 @@ class ReplicatedStore(StoreServer):
 
     def crash(self, cause: str = "store_crash") -> None:
         """A store_crash fault: the leader's member dies (its data is on every member's disk)."""
-        self.member_down(self.leader if self.leader is not None else 0, "fault_store_crash")
+        self.member_down(self.leader if self.leader is not None else 0, Event.FAULT_STORE_CRASH)
 
     def restart(self) -> None:
         """A requeued job's fresh store: every member up again, empty (an election under way
@@ -91,25 +92,25 @@ class ReplicatedStore(StoreServer):
         """A node hosting a member crashed: the member with it."""
         for i, h in enumerate(self.members):
             if h == host:
-                self.member_down(i, "store_member_lost")
+                self.member_down(i, Event.STORE_MEMBER_LOST)
 
     def host_up(self, host: str) -> None:
         """A node hosting a member is back: the member rejoins with its log."""
         for i, h in enumerate(self.members):
             if h == host and not self.up[i]:
                 self.up[i] = True
-                self.trace.record(self.env.now, "store", "store_member_back", detail={"member": i})
+                self.trace.record(self.env.now, "store", Event.STORE_MEMBER_BACK, detail={"member": i})
                 self.reconsider()
 
     def stop_member(self, i: int) -> None:
         self.stopped.add(i)
-        self.trace.record(self.env.now, "store", "fault_store_member_pause",
+        self.trace.record(self.env.now, "store", Event.FAULT_STORE_MEMBER_PAUSE,
                               detail={"member": i, "leader": i == self.leader})
         self.reconsider()
 
     def resume_member(self, i: int) -> None:
         self.stopped.discard(i)
-        self.trace.record(self.env.now, "store", "store_member_resumed", detail={"member": i})
+        self.trace.record(self.env.now, "store", Event.STORE_MEMBER_RESUMED, detail={"member": i})
         self.reconsider()
 
     def reconsider(self) -> None:
@@ -119,7 +120,7 @@ class ReplicatedStore(StoreServer):
         if self.leader is not None and self._quorum_with(self.leader):
             return
         if self.leader is not None:
-            self.trace.record(self.env.now, "store", "store_leader_lost", detail={"member": self.leader})
+            self.trace.record(self.env.now, "store", Event.STORE_LEADER_LOST, detail={"member": self.leader})
             self.leader = None
             self.pause()                                 # nobody commits until a new leader
         if not self.electing:
@@ -142,5 +143,5 @@ class ReplicatedStore(StoreServer):
         host = self.members[self.leader]
         self.host = self.net.store_host = host           # clients now reach the leader there
         self.net.base = self._bases[host]
-        self.trace.record(self.env.now, "store", "store_leader_elected", detail={"member": self.leader})
+        self.trace.record(self.env.now, "store", Event.STORE_LEADER_ELECTED, detail={"member": self.leader})
         self.resume()

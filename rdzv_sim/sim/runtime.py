@@ -22,6 +22,7 @@ from ..models.cpu import shared_cores
 from .first_of import FirstOfMixin
 from .pg_init import InitBarriers
 from .store import StoreServer, payload
+from ..events import Event
 
 
 _STORE_OPS = frozenset(O.STORE_OPS)
@@ -284,7 +285,7 @@ class SimRuntime(FirstOfMixin):
             st = self.stores.get(node.name)
             if st is None or not st.alive:
                 st = self.stores[node.name] = StoreServer(env, node.name, self.store.service, self.trace)
-                self.trace.record(env.now, node.name, "store_started")
+                self.trace.record(env.now, node.name, Event.STORE_STARTED)
                 ev = self.store_started.pop(node.name, None)
                 if ev is not None:
                     ev.succeed()

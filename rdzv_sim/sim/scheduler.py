@@ -12,6 +12,7 @@ torchrun's spare nodes do. What the scheduler adds:
   (its agent and workers are killed, as a health check cordoning the host does).
 """
 from __future__ import annotations
+from ..events import Event
 
 
 class Scheduler:
@@ -27,7 +28,7 @@ class Scheduler:
         limit = self.cfg.exclude_after
         if limit is not None and node.failures >= limit and node.name not in self.excluded:
             self.excluded.add(node.name)
-            self.sim.trace.record(self.sim.env.now, node.name, "node_excluded",
+            self.sim.trace.record(self.sim.env.now, node.name, Event.NODE_EXCLUDED,
                                   detail={"failures": node.failures})
 
     def straggling(self, node) -> None:
@@ -41,7 +42,7 @@ class Scheduler:
         if node.slowdown < self.cfg.drain_slower_than or node.name in self.excluded:
             return                           # healed meanwhile, or drained already
         self.excluded.add(node.name)
-        self.sim.trace.record(self.sim.env.now, node.name, "node_excluded",
+        self.sim.trace.record(self.sim.env.now, node.name, Event.NODE_EXCLUDED,
                               detail={"why": "straggler", "slowdown": node.slowdown})
         self.sim.crash(node, "drained", self.sim.notice_delay("crash"))
 
@@ -59,14 +60,14 @@ class Scheduler:
         if self.cfg.requeue_delay is None or self.pending:
             return
         self.pending = True
-        self.sim.trace.record(self.sim.env.now, "job", "job_failed", detail={"why": why})
+        self.sim.trace.record(self.sim.env.now, "job", Event.JOB_FAILED, detail={"why": why})
         self.sim.env.process(self._requeue())
 
     def _requeue(self):
         sim = self.sim
         yield sim.env.timeout(self.cfg.requeue_delay)
         self.pending = False
-        sim.trace.record(sim.env.now, "job", "job_requeued")
+        sim.trace.record(sim.env.now, "job", Event.JOB_REQUEUED)
         sim.fresh_store()                    # a new job attempt: a fresh store, rounds from 0
         sim.trace.round_offset = sim.trace.max_round + 1
         for node in sim.nodes.values():

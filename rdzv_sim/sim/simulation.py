@@ -15,6 +15,7 @@ from .in_place import InPlace
 from .job import Job
 from .node import SimNode
 from .runtime import SimRuntime
+from ..events import Event
 
 
 class Simulation(Job):
@@ -42,7 +43,7 @@ class Simulation(Job):
         node.running_round = node.ctx_round = None
         node.store = None                                  # a new agent knows the job's store only
         node.pending.clear()
-        self.trace.record(self.env.now, node.name, "node_start", detail={"why": why})
+        self.trace.record(self.env.now, node.name, Event.NODE_START, detail={"why": why})
         self.store.host_up(node.name)
         info = replace(node.info, pid=1000 + node.incarnation)     # a new agent process
         gen = elastic_agent(info, self.protocol, self.agent_cfg)
@@ -81,7 +82,7 @@ class Simulation(Job):
         """The scheduler ends a host's agent (not a failure: nothing is counted against it)."""
         if not node.alive:
             return
-        self.trace.record(self.env.now, node.name, "agent_stopped", node.running_round)
+        self.trace.record(self.env.now, node.name, Event.AGENT_STOPPED, node.running_round)
         node.alive = False
         self.runtime.node_died(node)
         if node.process is not None and node.process.is_alive:
@@ -91,7 +92,7 @@ class Simulation(Job):
     def crash(self, node: SimNode, cause: str, detection: float | None = None, unusable: bool = False) -> None:
         if not node.alive:
             return
-        self.trace.record(self.env.now, node.name, "fault_crash", node.running_round,
+        self.trace.record(self.env.now, node.name, Event.FAULT_CRASH, node.running_round,
                           detail={"cause": cause, "unusable": True} if unusable else {"cause": cause})
         node.alive = False
         self.scheduler.failed(node)
@@ -129,7 +130,7 @@ class Simulation(Job):
     def pause(self, node: SimNode, duration: float) -> None:
         """SIGSTOP: the node's process stops until `resume` (pauses nest)."""
         env = self.env
-        self.trace.record(env.now, node.name, "fault_pause", node.running_round,
+        self.trace.record(env.now, node.name, Event.FAULT_PAUSE, node.running_round,
                           detail={"duration": duration})
         if not node.paused:
             node.resumed = env.event()
@@ -141,11 +142,11 @@ class Simulation(Job):
         node.paused = max(0, node.paused - 1)
         if not node.paused and not node.resumed.triggered:
             node.resumed.succeed()
-            self.trace.record(self.env.now, node.name, "node_resumed")
+            self.trace.record(self.env.now, node.name, Event.NODE_RESUMED)
 
     def cut(self, hosts: list[str], duration: float = float("inf")) -> int:
         """Isolate `hosts` from the rest; collectives across the cut fail if it outlasts them."""
-        self.trace.record(self.env.now, "network", "fault_partition",
+        self.trace.record(self.env.now, "network", Event.FAULT_PARTITION,
                           detail={"hosts": sorted(hosts), "duration": duration})
         group = self.net.cut(hosts)
         self.store.links_changed()
@@ -161,7 +162,7 @@ class Simulation(Job):
         hosts = sum(1 for g in self.net.isolated.values() if g == group)
         self.net.heal(group)
         self.store.links_changed()
-        self.trace.record(self.env.now, "network", "partition_healed", detail={"hosts": hosts})
+        self.trace.record(self.env.now, "network", Event.PARTITION_HEALED, detail={"hosts": hosts})
 
     # --- the store's work, for the tables -----------------------------------------
     def store_work(self) -> tuple[dict, dict, float]:

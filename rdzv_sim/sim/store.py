@@ -9,6 +9,7 @@ import simpy
 
 from ..ops import (Add, Check, CompareSet, Delete, Get, MultiGet, MultiSet, Set, StoreError,
                    Wait)
+from ..events import Event
 
 
 def _keys_bytes(op) -> int:
@@ -55,7 +56,7 @@ class StoreServer:
         if not self.alive:
             return
         if self.trace is not None:
-            self.trace.record(self.env.now, "store", "fault_store_crash", detail={"cause": cause})
+            self.trace.record(self.env.now, "store", Event.FAULT_STORE_CRASH, detail={"cause": cause})
         self.alive = False
         self.died_at = self.env.now
         err = StoreError("store connection lost: the store's host is down")

@@ -17,6 +17,8 @@ from .known import known_for
 from .parts import invariants_of
 from .recovery import RECOVERY, in_place_rounds
 from .violations import Report, Violation
+from ..events import Event
+from ..reasons import ExitReason
 
 
 def _detail(s: str) -> dict:
@@ -24,7 +26,7 @@ def _detail(s: str) -> dict:
 
 
 def _assigned(events: pd.DataFrame) -> pd.DataFrame:
-    return events[events["event"] == "rank_assigned"]
+    return events[events["event"] == Event.RANK_ASSIGNED]
 
 
 def _by_round(events: pd.DataFrame):
@@ -77,13 +79,13 @@ def members_agree(events: pd.DataFrame) -> list[Violation]:
             out.append(Violation("members_agree", "members disagree on the membership", int(rnd)))
         if g["world_size"].nunique() != 1 or len({d["nnodes"] for d in det}) != 1:
             out.append(Violation("members_agree", "members disagree on the world size", int(rnd)))
-        closed = events[(events["event"] == "round_closed") & (events["round"] == rnd)]
+        closed = events[(events["event"] == Event.ROUND_CLOSED) & (events["round"] == rnd)]
         if len(closed) > 1:
             out.append(Violation("members_agree", f"closed {len(closed)} times", int(rnd)))
     return out
 
 
-JOINED = ("confirmed", "in_process_restart", "shrink")    # a member's first row in its round
+JOINED = (Event.CONFIRMED, Event.IN_PROCESS_RESTART, Event.SHRINK)    # a member's first row in its round
 
 
 def every_member_accounted(events: pd.DataFrame) -> list[Violation]:
@@ -99,7 +101,7 @@ def every_member_accounted(events: pd.DataFrame) -> list[Violation]:
         conf = ev[ev["event"].isin(JOINED) & (ev["round"] == rnd)]
         silent = set(conf["node"]) - set(g["node"])
         crashed = {m for m in silent
-                   if ((ev["event"] == "fault_crash") & (ev["node"] == m)
+                   if ((ev["event"] == Event.FAULT_CRASH) & (ev["node"] == m)
                        & (ev.index > conf.index[conf["node"] == m].min())).any()}
         if len(crashed) < missing:
             out.append(Violation("every_member_accounted",
@@ -137,9 +139,9 @@ def members_were_alive(events: pd.DataFrame) -> list[Violation]:
     """
     out = []
     ev = events
-    crashes = ev[ev["event"] == "fault_crash"]
-    starts = ev[ev["event"] == "node_start"]
-    for rnd, conf in ev[ev["event"] == "confirmed"].groupby("round"):
+    crashes = ev[ev["event"] == Event.FAULT_CRASH]
+    starts = ev[ev["event"] == Event.NODE_START]
+    for rnd, conf in ev[ev["event"] == Event.CONFIRMED].groupby("round"):
         for m, pos in zip(conf["node"], conf.index):     # row order is event order
             c = crashes.index[(crashes["node"] == m) & (crashes.index < pos)]
             if len(c):
@@ -155,7 +157,7 @@ def confirmed_before_ranks(events: pd.DataFrame) -> list[Violation]:
     rank, so no member starts a world whose other members might be dead. (torch's c10d has no
     such barrier: a participant returns as soon as it sees the round complete.)"""
     out = []
-    conf = events[events["event"] == "confirmed"]
+    conf = events[events["event"] == Event.CONFIRMED]
     for rnd, g, det in _by_round(events):
         n = det[0]["nnodes"]
         first = g.index.min()                           # row order is event order
@@ -194,11 +196,11 @@ def ranks_are_stable(events: pd.DataFrame) -> list[Violation]:
     ranks, while that rank exists. Where that round is not known from the trace (no member
     learned its rank, a requeue, an unreadable published order) the next round is not judged."""
     out, prev = [], None
-    ev = events[events["event"].isin(("round_closed", "job_requeued", "bad_value"))]
+    ev = events[events["event"].isin((Event.ROUND_CLOSED, Event.JOB_REQUEUED, Event.BAD_VALUE))]
     assigned = {int(r): (g, det) for r, g, det in _by_round(events)}
     for kind, rnd, detail in zip(ev["event"], ev["round"], ev["detail"]):
-        if kind != "round_closed":
-            if kind == "job_requeued" or _detail(detail).get("key") == "order":
+        if kind != Event.ROUND_CLOSED:
+            if kind == Event.JOB_REQUEUED or _detail(detail).get("key") == "order":
                 prev = None
             continue
         g, det = assigned.get(int(rnd), (None, None))
@@ -257,7 +259,7 @@ def rounds_take_time(rounds: pd.DataFrame) -> list[Violation]:
 def one_store_per_epoch(events: pd.DataFrame) -> list[Violation]:
     """A store failover: every member that moves from round R's store to its k-th successor
     names the same host (no two stores are current in one epoch)."""
-    ev = events[events["event"] == "store_failover"]
+    ev = events[events["event"] == Event.STORE_FAILOVER]
     seen: dict[tuple, set] = {}
     for rnd, d in zip(ev["round"], ev["detail"]):
         d = _detail(d)
@@ -267,9 +269,9 @@ def one_store_per_epoch(events: pd.DataFrame) -> list[Violation]:
 
 
 # exits by the handler's shutdown whose store took the close (store trouble may have lost it)
-CLOSING_EXITS = ("max_restarts", "agent_failed", "rendezvous_timeout", "rendezvous_closed")
+CLOSING_EXITS = (ExitReason.MAX_RESTARTS, ExitReason.AGENT_FAILED, ExitReason.RENDEZVOUS_TIMEOUT, ExitReason.RENDEZVOUS_CLOSED)
 # after these the store may be a fresh one, without the close
-FRESH_STORE = ("job_requeued", "fault_store_crash", "store_failover", "store_member_lost")
+FRESH_STORE = (Event.JOB_REQUEUED, Event.FAULT_STORE_CRASH, Event.STORE_FAILOVER, Event.STORE_MEMBER_LOST)
 
 
 def closed_stays_closed(tables: dict, scenario) -> list[Violation]:
@@ -279,15 +281,15 @@ def closed_stays_closed(tables: dict, scenario) -> list[Violation]:
     if not getattr(scenario.protocol, "close_on_shutdown", False):
         return []
     ev = tables["events"]
-    exits = ev[ev["event"] == "agent_exit"]
+    exits = ev[ev["event"] == Event.AGENT_EXIT]
     closes = [t for t, d in zip(exits["t"], exits["detail"]) if _detail(d).get("reason") in CLOSING_EXITS]
     if not closes:
         return []
     fresh = sorted(ev[ev["event"].isin(FRESH_STORE)]["t"].tolist())
-    begun = ev[ev["event"].isin(("rendezvous_start", "rank_assigned"))].sort_values("t", kind="stable")
+    begun = ev[ev["event"].isin((Event.RENDEZVOUS_START, Event.RANK_ASSIGNED))].sort_values("t", kind="stable")
     out, start = [], {}
     for t, node, e, rnd in zip(begun["t"], begun["node"], begun["event"], begun["round"]):
-        if e == "rendezvous_start":
+        if e == Event.RENDEZVOUS_START:
             start[node] = t
             continue
         t0 = start.get(node)

@@ -10,6 +10,7 @@ import pandas as pd
 from .invariants import Report, Violation, _assigned
 from .known import known_for
 from ..scenario.faults import met_at
+from ..events import Event
 
 
 def liveness_bound(scenario) -> float:
@@ -43,7 +44,7 @@ def quiet_time(scenario, events: pd.DataFrame | None = None) -> float:
 
 def anchor_time(anchor, events: pd.DataFrame) -> float | None:
     """When a run's events met `anchor` (rdzv_sim.scenario.faults.After), or None."""
-    ev = events[events["event"].isin(("rank_assigned", "round_closed", anchor.watch().want))]
+    ev = events[events["event"].isin((Event.RANK_ASSIGNED, Event.ROUND_CLOSED, anchor.watch().want))]
     return met_at(anchor, ((r.t, r.node, r.event, r.round, json.loads(r.detail) if r.detail else None)
                            for r in ev.itertuples(index=False)))
 
@@ -77,7 +78,7 @@ def rounds_are_prompt(events: pd.DataFrame, scenario,
     if done.empty:
         return []
     ev = events
-    joins = ev[(ev["event"] == "join") & (ev["round"] == 0) & ev["node"].isin(set(done["node"]))]
+    joins = ev[(ev["event"] == Event.JOIN) & (ev["round"] == 0) & ev["node"].isin(set(done["node"]))]
     due = scenario.protocol.resolved(scenario.cluster.nodes).close_due(sorted(joins["t"]))
     if due is None:
         return []
@@ -117,25 +118,25 @@ def check_liveness(tables: dict, scenario, slack: float = 1.0, prompt: bool = Tr
 
 def store_ended_job(events: pd.DataFrame) -> bool:
     """The store was lost and some agent exited for it (no failover, or none left to try)."""
-    if not (events["event"] == "store_lost").any():
+    if not (events["event"] == Event.STORE_LOST).any():
         return False
-    exits = events[events["event"] == "agent_exit"]["detail"].astype(str)
-    return bool(exits.str.contains('"store_').any()) or not (events["event"] == "store_failover").any()
+    exits = events[events["event"] == Event.AGENT_EXIT]["detail"].astype(str)
+    return bool(exits.str.contains('"store_').any()) or not (events["event"] == Event.STORE_FAILOVER).any()
 
 
 def leaderless(events: pd.DataFrame) -> bool:
     """A replicated store that lost its leader and never elected another (no majority left)."""
-    ev = events[events["event"].isin(("store_leader_lost", "store_leader_elected"))]
-    return bool(len(ev)) and ev["event"].iloc[-1] == "store_leader_lost"
+    ev = events[events["event"].isin((Event.STORE_LEADER_LOST, Event.STORE_LEADER_ELECTED))]
+    return bool(len(ev)) and ev["event"].iloc[-1] == Event.STORE_LEADER_LOST
 
 
 def alive_nodes(events: pd.DataFrame) -> set:
     """Hosts whose agent is running at the end of `events`."""
     up: dict[str, bool] = {}
     for node, e in zip(events["node"], events["event"]):
-        if e == "node_start":
+        if e == Event.NODE_START:
             up[node] = True
-        elif e in ("fault_crash", "agent_exit", "agent_stopped"):
+        elif e in (Event.FAULT_CRASH, Event.AGENT_EXIT, Event.AGENT_STOPPED):
             up[node] = False
     return {n for n, u in up.items() if u}
 

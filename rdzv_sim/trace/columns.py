@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from ..events import Event
 
 SCHEMA_VERSION = 2                  # 2: rank_assigned's latency a column; details categorical
 EVENT_COLUMNS = ["t", "node", "event", "round", "rank", "world_size", "latency", "detail"]
 # a host's steps in a rendezvous that no table reads: what `outputs.events: lean` leaves out
 # (its join, which starts a round in the rounds table, its rank, workers and leaving stay)
-STEPS = frozenset({"rendezvous_start", "confirmed"})
+STEPS = frozenset({Event.RENDEZVOUS_START, Event.CONFIRMED})
 
 
 NA = -(2 ** 63)                     # "no value" in the integer columns of the tracer

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .columns import codes_used, inverse
+from ..events import Event
 
 
 def details(df: pd.DataFrame) -> list[dict]:
@@ -92,7 +93,7 @@ def round_facts(events: pd.DataFrame) -> dict[int, dict]:
     """round -> its facts, where a runtime recorded them once, on the round's round_closed row
     (`outputs.trace: rounds`). Arrow reads only the facts: the rows also list the members, a
     frontier round's 10^4 names, which Python would build a string each of."""
-    closed = (events["event"] == "round_closed").to_numpy()
+    closed = (events["event"] == Event.ROUND_CLOSED).to_numpy()
     got = parse_details(events["detail"], closed, FACTS,
                         {"digest": pa.string(), "master": pa.string(), "nnodes": pa.int64()})
     out = {}
@@ -118,7 +119,7 @@ def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
     """What the tables read of every rank_assigned row: its latency (a column; in the detail
     of a table from before schema 2) and the digest and nnodes of its detail, parsed once; a
     field a row does not carry is its round's fact (`round_facts`)."""
-    mask = (events["event"] == "rank_assigned").to_numpy()
+    mask = (events["event"] == Event.RANK_ASSIGNED).to_numpy()
     out = parse_details(events["detail"], mask, RANK_FIELDS[:2])
     out["latency"] = latencies(events, mask)
     nn = out["nnodes"]
@@ -142,7 +143,7 @@ def rank_details(events: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def closed_counts(events: pd.DataFrame) -> dict[int, int]:
     """round -> the seats its closing filled (the round_closed row's count, every runtime's)."""
-    closed = (events["event"] == "round_closed").to_numpy()
+    closed = (events["event"] == Event.ROUND_CLOSED).to_numpy()
     got = parse_details(events["detail"], closed, ("count",), {"count": pa.int64()})["count"]
     return {int(r): int(c) for r, c in zip(events["round"].array[closed], got)
             if not pd.isna(r) and not pd.isna(c)}

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import distinct, label_codes, runs
+from ..events import Event
 
 _NONE = np.zeros(0, dtype=np.int64)
 
@@ -25,7 +26,7 @@ class Ranked:
 
 def ranked_by_round(events: pd.DataFrame) -> Ranked:
     """Every round's nodes that learned their rank in it, in rank order (`Ranked`)."""
-    ranked = events.loc[(events["event"] == "rank_assigned").to_numpy(), ["node", "round", "rank"]]
+    ranked = events.loc[(events["event"] == Event.RANK_ASSIGNED).to_numpy(), ["node", "round", "rank"]]
     codes, names = label_codes(ranked["node"])
     rnd, rank = ranked["round"].to_numpy(dtype=np.int64), ranked["rank"].to_numpy(dtype=np.int64)
     order = np.lexsort((rank, rnd))                       # by round, then rank (stable)

@@ -83,7 +83,7 @@ class RoundsFold:
         if len(self.last_join) < len(labels):
             self.last_join = np.concatenate([self.last_join, np.full(len(labels) - len(self.last_join), np.nan)])
         kind = events["event"]
-        mask = (kind == "rank_assigned").to_numpy()
+        mask = (kind == Event.RANK_ASSIGNED).to_numpy()
         is_join = kind.isin(JOINS).to_numpy()
         t = events["t"].to_numpy(dtype=float)
         self.facts.update(round_facts(events))

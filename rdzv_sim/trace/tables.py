@@ -102,7 +102,7 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
     lat = np.asarray(det["latency"])
     lat = (lat[~np.isnan(lat)] if lat.dtype.kind == "f"       # (one copy: a row per host and round)
            else pd.to_numeric(pd.Series(lat), errors="coerce").dropna().to_numpy())
-    exits = events[events["event"] == "agent_exit"]
+    exits = events[events["event"] == Event.AGENT_EXIT]
     row = {
         "protocol": stats.protocol,
         "nodes": stats.nodes,
@@ -116,10 +116,10 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         "store_bytes": int(stats.store_bytes),
         "store_background_util_max": round(float(stats.store_background_util_max), 6),
         "agents_exited": int(len(exits)),
-        "requeues": int((events["event"] == "job_requeued").sum()),
-        "nodes_excluded": int((events["event"] == "node_excluded").sum()),
-        "store_lost": bool((events["event"] == "store_lost").any()),
-        "store_failovers": int((events["event"] == "store_started").sum()),
+        "requeues": int((events["event"] == Event.JOB_REQUEUED).sum()),
+        "nodes_excluded": int((events["event"] == Event.NODE_EXCLUDED).sum()),
+        "store_lost": bool((events["event"] == Event.STORE_LOST).any()),
+        "store_failovers": int((events["event"] == Event.STORE_STARTED).sum()),
         **recoveries(events, rounds, recovery),
         "running_fraction": running_fraction(spans, stats.duration),
         **(training if training is not None else {k: math.nan for k in NAN_TRAINING}),

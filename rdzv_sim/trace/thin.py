@@ -9,11 +9,12 @@ import pandas as pd
 
 from .chunks import chunks
 from .columns import label_codes
+from ..events import Event
 
 # each host's own steps of each round: 10^8 rows on a frontier run of weeks; the tables fold them
-BULK = frozenset({"rendezvous_start", "join", "confirmed", "rank_assigned", "workers_started",
-                  "round_left"})
-BY_DETAIL = frozenset({"round_left"})        # the first of each of its details (a join's is its slot)
+BULK = frozenset({Event.RENDEZVOUS_START, Event.JOIN, Event.CONFIRMED, Event.RANK_ASSIGNED, Event.WORKERS_STARTED,
+                  Event.ROUND_LEFT})
+BY_DETAIL = frozenset({Event.ROUND_LEFT})        # the first of each of its details (a join's is its slot)
 
 
 class ThinFold:

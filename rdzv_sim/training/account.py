@@ -19,6 +19,8 @@ from ..protocols.recovery import EVENT, IN_PLACE_EVENTS, KEEPS_STATE
 from .spans import round_spans
 from .straggle import span_rate, straggles
 from .work import span_work
+from ..events import Event
+from ..reasons import Reason
 
 LOST = ("startup", "detection", "rendezvous", "restart_in_place", "worker_start", "checkpoint_load",
         "checkpoint_stall", "recompute", "running_smaller", "straggling")
@@ -84,10 +86,10 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
     if spans is None:
         spans = round_spans(events, duration)
     full = hosts_used(sc.max_nodes, tr)
-    requeues = events.loc[events["event"] == "job_requeued", "t"].to_numpy()
+    requeues = events.loc[events["event"] == Event.JOB_REQUEUED, "t"].to_numpy()
     done = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
     # a round's members leave after its training stopped (t1 is their first stop)
-    first_left = events.loc[events["event"] == "round_left"].groupby("round")["t"].min().to_dict()
+    first_left = events.loc[events["event"] == Event.ROUND_LEFT].groupby("round")["t"].min().to_dict()
     slow = straggles(events)
     # rounds a recovery in place made whose survivors train on from memory (a shrink's): nothing
     # reloaded or lost
@@ -156,7 +158,7 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
         "running_smaller": saved - at_size,
         "straggling": at_size - useful,
     }
-    failures = inter[~inter["cause"].isin(["nodes_waiting", "round_ended"])]
+    failures = inter[~inter["cause"].isin([Reason.NODES_WAITING, Reason.ROUND_ENDED])]
     summary = {"ettr": saved / duration, "goodput": useful / duration,
                "interruptions": int(len(failures)),
                "mtti_s": duration / len(failures) if len(failures) else float("nan"),

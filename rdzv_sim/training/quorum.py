@@ -29,6 +29,8 @@ import pandas as pd
 
 from .account import INTERRUPTION_COLUMNS, LOST, TrainingResult, throughput
 from .work import span_work
+from ..events import Event
+from ..reasons import Reason
 
 QUORUM_LOST = LOST + ("heal", "reconfigure", "quorum")
 QUORUM_COLUMNS = ["quorum", "t", "groups", "hosts", "members", "joined", "left", "restart", "cause",
@@ -50,12 +52,12 @@ def lighthouse_for(sc):
 
 def outages(events: pd.DataFrame) -> list[tuple[float, float]]:
     """When the Lighthouse's process was gone: (lost, back) from the run's events."""
-    ev = events[events["event"].isin(["fault_lighthouse_crash", "lighthouse_restarted"])]
+    ev = events[events["event"].isin([Event.FAULT_LIGHTHOUSE_CRASH, Event.LIGHTHOUSE_RESTARTED])]
     out, lost = [], None
     for t, e in zip(ev["t"].to_numpy(float), ev["event"].astype(str)):
-        if e == "fault_lighthouse_crash" and lost is None:
+        if e == Event.FAULT_LIGHTHOUSE_CRASH and lost is None:
             lost = t
-        elif e == "lighthouse_restarted" and lost is not None:
+        elif e == Event.LIGHTHOUSE_RESTARTED and lost is not None:
             out.append((lost, t))
             lost = None
     if lost is not None:
@@ -85,7 +87,7 @@ def lives(spans: pd.DataFrame, rounds: pd.DataFrame, group_of_round, events: pd.
     ranked = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
     noticed = {}
     if events is not None and len(events):
-        left = events[(events["event"] == "round_left") & events["detail"].str.contains("peer_failed", na=False)]
+        left = events[(events["event"] == Event.ROUND_LEFT) & events["detail"].str.contains(Reason.PEER_FAILED, na=False)]
         noticed = left.groupby("round")["t"].min().to_dict()
     out = []
     for s in spans.itertuples(index=False):

@@ -10,9 +10,10 @@ import pandas as pd
 from ..trace import as_objects, label_codes, runs
 from ..trace.chunks import chunks
 from ..trace.columns import asof_by
+from ..events import Event
 
 # events that end a member's training: it left the round, crashed, paused or its agent exited
-STOPS = ("round_left", "fault_crash", "agent_exit", "fault_pause")
+STOPS = (Event.ROUND_LEFT, Event.FAULT_CRASH, Event.AGENT_EXIT, Event.FAULT_PAUSE)
 COLUMNS = ["round", "t0", "t1", "hosts", "members", "end", "reason", "crashed"]
 
 
@@ -63,7 +64,7 @@ class SpansFold:
         self._pending = _NO_MEMBERS                  # (round, place, node, t0) of open members
 
     def starts(self, events: pd.DataFrame) -> None:
-        is_start = (events["event"] == "workers_started").to_numpy()
+        is_start = (events["event"] == Event.WORKERS_STARTED).to_numpy()
         if not is_start.any():
             return
         node, labels = label_codes(events["node"])
@@ -144,9 +145,9 @@ class SpansFold:
         else:
             t1 = float(np.nanmin(st))
             first = np.flatnonzero(st == t1).tolist()              # in rank order
-            crashed = tuple(nodes[j] for j in first if what[j] == "fault_crash")
+            crashed = tuple(nodes[j] for j in first if what[j] == Event.FAULT_CRASH)
             # a crash names the cause; else the first stop's own reason
-            pick = next(j for j in first if what[j] == "fault_crash") if crashed else first[0]
+            pick = next(j for j in first if what[j] == Event.FAULT_CRASH) if crashed else first[0]
             end = str(what[pick])
             text = texts[pick]
             d = json.loads(text) if isinstance(text, str) and text else {}

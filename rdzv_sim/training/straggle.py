@@ -6,18 +6,19 @@ import json
 import math
 
 import pandas as pd
+from ..events import Event
 
 
 def straggles(events: pd.DataFrame) -> dict[str, list[tuple[float, float, float]]]:
     """host -> [(start, end, slowdown)] from `fault_straggler` and `straggler_healed` events."""
     out: dict[str, list[tuple[float, float, float]]] = {}
-    ev = events[events["event"].isin(("fault_straggler", "straggler_healed"))]
+    ev = events[events["event"].isin((Event.FAULT_STRAGGLER, Event.STRAGGLER_HEALED))]
     open_: dict[str, tuple[float, float]] = {}
     for t, node, e, det in zip(ev["t"], ev["node"], ev["event"], ev["detail"]):
         if node in open_:                           # a new straggle or its heal ends the last
             start, k = open_.pop(node)
             out.setdefault(node, []).append((start, float(t), k))
-        if e == "fault_straggler":
+        if e == Event.FAULT_STRAGGLER:
             open_[node] = (float(t), float(json.loads(det)["slowdown"]))
     for node, (start, k) in open_.items():
         out.setdefault(node, []).append((start, math.inf, k))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..ports import free_ports
 from .worker import FAULTS
+from rdzv_sim.events import Event
 
 
 @dataclass
@@ -94,7 +95,7 @@ def read(workdir: Path, fault: str, ranks: int, settings: dict, error: str = "")
     failed = ranks - 1
     aborted = [x["t"] - t0 for x in rows if x["event"] == "aborted" and x["initial_rank"] != failed]
     back = [x for x in rows if x["event"] == "enter" and x.get("iteration", 0) >= 1]
-    ready = [x["t"] - t0 for x in rows if x["event"] == "pg_ready" and x.get("iteration", 0) >= 1]
+    ready = [x["t"] - t0 for x in rows if x["event"] == Event.PG_READY and x.get("iteration", 0) >= 1]
     done = {x["initial_rank"] for x in rows if x["event"] == "done" and x.get("iteration", 0) >= 1}
     r.aborted = min(aborted) if aborted else None
     r.reentered = max(x["t"] - t0 for x in back) if back else None

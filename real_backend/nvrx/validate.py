@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import available
 from .run import run_inprocess
+from rdzv_sim.events import Event
 
 SCENARIO = "validate-inprocess"
 FAULT_AT = 10.0
@@ -38,11 +39,11 @@ def simulated(case: str) -> dict:
     sc = load(SCENARIO, overrides=sets)
     sc = load({**sc.model_dump(mode="json"), "faults": faults})
     ev = run(sc).events
-    made = ev[ev["event"] == "in_process_restart"]
+    made = ev[ev["event"] == Event.IN_PROCESS_RESTART]
     if made.empty:
         return {"latency": None, "world_after": None, "in_place": False}
     rnd = made["round"].iloc[0]
-    ws = ev[(ev["event"] == "workers_started") & (ev["round"] == rnd)]
+    ws = ev[(ev["event"] == Event.WORKERS_STARTED) & (ev["round"] == rnd)]
     return {"latency": float(ws["t"].max()) - FAULT_AT, "world_after": int(ws["node"].nunique()),
             "in_place": True}
 

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 from typing import Optional
+from rdzv_sim.events import Event
 
 FAULTS = ("raise", "kill", "vanish")
 # (no `from __future__ import annotations` here: NVRx reads the wrapped function's annotations
@@ -59,7 +60,7 @@ def main(argv: list[str]) -> None:
         record(event="enter", iteration=it, rank=rank, world=world)
         dist.init_process_group("gloo", store=dist.PrefixStore(f"it{it}", base), rank=rank,
                                 world_size=world, timeout=pg_timeout)
-        record(event="pg_ready", iteration=it)
+        record(event=Event.PG_READY, iteration=it)
         x = torch.ones(1)
         for step in range(steps):
             dist.all_reduce(x)

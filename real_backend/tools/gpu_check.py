@@ -15,6 +15,7 @@ import multiprocessing as mp
 import sys
 import time
 from datetime import timedelta
+from rdzv_sim.events import Event
 
 
 def _rank(protocol: str, i: int, n: int, port: int, backend: str, q) -> None:
@@ -37,8 +38,8 @@ def _rank(protocol: str, i: int, n: int, port: int, backend: str, q) -> None:
         res = rt.drive(proto.rendezvous(node))
         rdzv_s = time.monotonic() - t0
         rt.execute(StartWorkers(res.round, res.rank, res.nnodes, res.nnodes, res.master))
-        pg = [op.detail for _, op in events if isinstance(op, Emit) and op.event == "pg_ready"]
-        failed = [op.detail for _, op in events if isinstance(op, Emit) and op.event == "pg_failed"]
+        pg = [op.detail for _, op in events if isinstance(op, Emit) and op.event == Event.PG_READY]
+        failed = [op.detail for _, op in events if isinstance(op, Emit) and op.event == Event.PG_FAILED]
         rt.workers.stop()
         q.put({"protocol": protocol, "rank": res.rank, "world": res.nnodes, "rdzv_s": rdzv_s,
                **(pg[0] if pg else {"allreduce_ok": False, "error": (failed or [{}])[0].get("error")})})

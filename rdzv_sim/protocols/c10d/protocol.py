@@ -26,6 +26,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..base import NodeInfo, Protocol, RendezvousClosed, RendezvousTimeout, RoundResult, Watch, digest
 from ..kit import Capabilities, Kit
+from ..recovery import Mode
 from ..registry import register_kit
 from ...reasons import Reason
 from ..settings import ProtocolSettings
@@ -279,9 +280,9 @@ class C10dProtocol(Protocol):
         h = self.holder(node)
         if state is None and h.state.wait_list:
             # nodes already wait: the agent's next num_nodes_waiting() sees them, no change needed
-            return [Watch(Sleep(0.0), "poll", ask=True)]
+            return [Watch(Sleep(0.0), Reason.POLL, ask=True)]
         token = state if state is not None else h.token
-        return [Watch(Changed(self.key, token, timeout=math.inf), "poll", ask=True)]
+        return [Watch(Changed(self.key, token, timeout=math.inf), Reason.POLL, ask=True)]
 
     def answer(self, result: RoundResult, watch: Watch, node: NodeInfo):
         """The blob changed: the agent notices at its first monitor tick after the 1 s cache
@@ -304,7 +305,7 @@ class C10dProtocol(Protocol):
 
 
 register_kit(Kit("c10d", C10dProtocol, C10dSettings,
-                 Capabilities(fidelities=("per_operation", "aggregate"), recovery=("in_job", "in_process", "shrink"), torch_counterpart="c10d"), parts={
+                 Capabilities(fidelities=("per_operation", "aggregate"), recovery=tuple(Mode), torch_counterpart="c10d"), parts={
     "round_model": "rdzv_sim.aggregate.c10d_rounds:C10dRounds", "known": "rdzv_sim.testing.known:C10D",
     "cost/per_operation": "rdzv_sim.estimate:C10D_PER_OPERATION",
     "cost/aggregate": "rdzv_sim.estimate:C10D_AGGREGATE"}))

@@ -14,6 +14,7 @@ from ...events import Event
 from ...ops import Add, Check, Emit, Get, StoreAddress
 from .. import ranking
 from ..base import BadValue, RendezvousFailed
+from ...reasons import ExitReason
 
 SUCCESSORS = 3          # failover candidates in every assignment
 
@@ -82,9 +83,9 @@ class StoreFailover(OneStore):
         if not (yield Check((p.prefix + "members",))):
             joined = yield Add(p._k(rnd, "seq"), 0)
             yield Emit(Event.NO_QUORUM, round=rnd, detail={"members": joined})
-            yield from p.end_round_at(rnd, "no_quorum")
+            yield from p.end_round_at(rnd, Event.NO_QUORUM)
             raise RendezvousFailed(f"round {rnd}: nobody else failed over to this store",
-                                   why="no_quorum")
+                                   why=ExitReason.NO_QUORUM)
 
     def admit(self, rnd: int, infos: dict):
         p = self.protocol
@@ -99,7 +100,7 @@ class StoreFailover(OneStore):
         if self.quorate(infos.values(), last):
             return infos, None
         yield Emit(Event.NO_QUORUM, round=rnd, detail={"members": len(infos)})
-        return infos, "no_quorum"
+        return infos, ExitReason.NO_QUORUM
 
     def last_members(self, rnd: int):
         """The members of the last round that closed with ranks on this store (`P/members`,

@@ -14,6 +14,7 @@ from .. import ranking
 from ..base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                     RoundResult, Watch, closed_count, decode_object, digest, watch_key)
 from ..kit import Capabilities, Kit
+from ..recovery import Mode
 from ..registry import register_kit
 from .failover import OneStore, StoreFailover
 from .keys import RoundKeys
@@ -119,7 +120,7 @@ class HrwProtocol(RoundKeys, Protocol):
                 return True
             if which == "timer":
                 yield Emit(Event.MEMBERS_LOST, round=rnd, detail={"probe": k})
-                yield from self.end_round_at(rnd, "members_lost")
+                yield from self.end_round_at(rnd, Event.MEMBERS_LOST)
                 return True
 
     def _first(self, op, timeout: float):
@@ -214,7 +215,7 @@ class HrwProtocol(RoundKeys, Protocol):
                                      timer=Sleep(cfg.hole_grace - cfg.last_call_timeout))
         if isinstance(value, BaseException):
             raise value
-        return which != "round_closed"
+        return which != Event.ROUND_CLOSED
 
     # --- closing ---------------------------------------------------------------------
     def _close(self, rnd: int, node: NodeInfo):
@@ -379,7 +380,7 @@ class HrwProtocol(RoundKeys, Protocol):
 
 
 register_kit(Kit("hrw", HrwProtocol, HrwSettings,
-                 Capabilities(fidelities=("per_operation", "aggregate"), recovery=("in_job", "in_process", "shrink"), deterministic=True), parts={
+                 Capabilities(fidelities=("per_operation", "aggregate"), recovery=tuple(Mode), deterministic=True), parts={
     "round_model": "rdzv_sim.aggregate.hrw_round:HrwRounds",
     "invariants": "rdzv_sim.testing.invariants:HRW", "known": "rdzv_sim.testing.known:HRW",
     "cost/per_operation": "rdzv_sim.estimate:HRW_PER_OPERATION",
