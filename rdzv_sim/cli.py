@@ -205,19 +205,29 @@ def sweep(
     df.to_parquet(target / "sweep.parquet", index=False)
     df.to_csv(target / "sweep.csv", index=False)
     from .report.sweep_report import checkpoint_advice
-    advice = checkpoint_advice(df, list(g), sc)
-    paths = build_sweep(df, list(g), target, f"{sc.name}: sweep", advice)
-    t = Table(title=f"{sc.name}: {len(df)} runs", header_style="bold")
-    cols = [*g, "seed", "rounds_completed", "rdzv_latency_p50", "store_ops", "running_fraction",
-            *(c for c in ("ettr", "goodput") if c in df and df[c].notna().any())]
-    for c in cols:
-        t.add_column(c, justify="right")
-    for row in df[cols].head(40).itertuples(index=False):
-        t.add_row(*(_fmt(v) for v in row))
-    out_console.print(t)
-    for line in advice:
+    from .sweep import best_point, points
+    table = points(df, list(g))
+    table.to_parquet(target / "points.parquet", index=False)
+    best = best_point(table, list(g))
+    advice = ([best] if best else []) + checkpoint_advice(df, list(g), sc)
+    paths = build_sweep(df, list(g), target, f"{sc.name}: sweep", advice, table)
+    for line in advice:                           # the answer first
         out_console.print(line, highlight=False)
-    out_console.print(f"table: {target}/sweep.parquet, report: {paths['html']}", highlight=False)
+    t = Table(title=f"{sc.name}: {len(table)} grid points x {seeds} seeds", header_style="bold")
+    shown = [m for m in ("goodput", "ettr", "running_fraction", "rdzv_latency_p50") if m in table][:3]
+    for c in [*g, *shown]:
+        t.add_column(c.split(".")[-1], justify="right")
+    for _, row in table.iterrows():
+        t.add_row(*(str(row[k]) for k in g), *(_mean_ci(row, m) for m in shown))
+    out_console.print(t)
+    out_console.print(f"tables: {target}/points.parquet (a row per grid point), {target}/sweep.parquet "
+                      f"(a row per run); report: {paths['html']}", highlight=False)
+
+
+def _mean_ci(row, m: str) -> str:
+    if math.isnan(row[f"{m}_lo"]):
+        return _fmt(float(row[m]))
+    return f"{row[m]:.4g} ± {(row[m + '_hi'] - row[m + '_lo']) / 2:.2g}"
 
 
 def _runs_progress(name: str):

@@ -85,3 +85,40 @@ def sweep(scenario, grid: dict, seeds: int = 1, workers: int | None = None,
     df = pd.DataFrame(rows)
     front = [*grid, "seed"]
     return df[front + [c for c in df.columns if c not in front]]
+
+
+POINT_METRICS = ("goodput", "ettr", "running_fraction", "mttr_s", "rdzv_latency_p50", "store_ops")
+
+
+def points(df: pd.DataFrame, keys: list[str], metrics=POINT_METRICS) -> pd.DataFrame:
+    """A row per grid point: its seeds (the replications) and, for each metric, the mean and
+    its 95% t-interval over them (`_lo`, `_hi`; NaN with one seed)."""
+    from .advise import _t_interval
+    rows = []
+    for values, g in df.groupby(keys, sort=False, dropna=False):
+        values = values if isinstance(values, tuple) else (values,)
+        row = dict(zip(keys, values)) | {"seeds": len(g)}
+        for m in metrics:
+            if m in g and g[m].notna().any():
+                mean, lo, hi = _t_interval(g[m].dropna().to_numpy(dtype=float))
+                row |= {m: mean, f"{m}_lo": lo, f"{m}_hi": hi}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def best_point(table: pd.DataFrame, keys: list[str]) -> str | None:
+    """The answer a sweep opens with: the grid point with the best mean goodput (or running
+    fraction), with its interval, and how far the runner-up is."""
+    metric = next((m for m in ("goodput", "running_fraction") if m in table and table[m].notna().any()), None)
+    if metric is None or not len(table):
+        return None
+    t = table.sort_values(metric, ascending=False)
+    top = t.iloc[0]
+    name = ", ".join(f"{k}={top[k]}" for k in keys)
+    ci = "" if pd.isna(top[f"{metric}_lo"]) else f" (95% {top[metric + '_lo']:.4f} to {top[metric + '_hi']:.4f})"
+    text = f"best {metric}: {name}, {top[metric]:.4f}{ci} over {int(top['seeds'])} seeds"
+    if len(t) > 1:
+        nxt = t.iloc[1]
+        text += (f"; next {', '.join(f'{k}={nxt[k]}' for k in keys)}, {nxt[metric]:.4f}"
+                 " (for a paired difference: rdzv-sim compare)")
+    return text

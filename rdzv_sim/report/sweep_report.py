@@ -37,8 +37,9 @@ def checkpoint_advice(df: pd.DataFrame, keys: list[str], sc) -> list[str]:
 
 
 def build_sweep(df: pd.DataFrame, keys: list[str], out: str | Path, title: str,
-                advice: list[str] = ()) -> dict[str, Path]:
-    """The sweep's report; `advice`: lines to show above the table (`checkpoint_advice`)."""
+                advice: list[str] = (), table: pd.DataFrame | None = None) -> dict[str, Path]:
+    """The sweep's report, the answer first; `advice`: its lines (`sweep.best_point`,
+    `checkpoint_advice`); `table`: a row per grid point (`sweep.points`), shown before the runs."""
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     metrics = [m for m in SWEEP_METRICS if m in df.columns and df[m].notna().any()]
@@ -47,18 +48,29 @@ def build_sweep(df: pd.DataFrame, keys: list[str], out: str | Path, title: str,
         (out / "figures" / f"sweep_{m}.png").write_bytes(png)
     cols = [*keys, "seed", *metrics]
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
-         f"<p>{len(df)} runs: grid over {', '.join(keys)}, x {df['seed'].nunique()} seeds.</p>"]
+         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"]
+    h += [f"<p><b>{html.escape(a)}</b></p>" for a in advice]          # the answer first
+    h.append(f"<p>{len(df)} runs: grid over {', '.join(keys)}, x {df['seed'].nunique()} seeds "
+             "(the replications of each grid point).</p>")
+    if table is not None:
+        h += ["<h2>Each grid point: mean and 95% interval over its seeds</h2>",
+              table.to_html(index=False, float_format=lambda v: f"{v:.4g}")]
     for m, png in figs.items():
         h.append(f"<figure id='fig-sweep-{m}'><img alt='{m}' src='data:image/png;base64,"
                  f"{base64.b64encode(png).decode()}'><figcaption>{m}</figcaption></figure>")
-    h += [f"<p><b>{html.escape(a)}</b></p>" for a in advice]
+    h.append("<h2>Each run</h2>")
     h.append(df[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}"))
     h.append("</body></html>")
     (out / "sweep.html").write_text("\n".join(h))
-    m = [f"# {title}", "", f"{len(df)} runs: grid over {', '.join(keys)}.", ""]
+    m = [f"# {title}", ""]
     m += [f"**{a}**" for a in advice] + ([""] if advice else [])
-    m += [f"![{x}](figures/sweep_{x}.png)" for x in figs] + [""]
+    m += [f"{len(df)} runs: grid over {', '.join(keys)}, x {df['seed'].nunique()} seeds.", ""]
+    if table is not None:
+        tc = list(table.columns)
+        m += ["## Each grid point", "", "| " + " | ".join(tc) + " |", "|" + "---|" * len(tc)]
+        m += ["| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |"
+              for row in table.itertuples(index=False)] + [""]
+    m += [f"![{x}](figures/sweep_{x}.png)" for x in figs] + ["", "## Each run", ""]
     m += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in df[cols].itertuples(index=False):
         m.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |")

@@ -72,3 +72,28 @@ def test_a_checkpoint_sweep_marks_the_best_interval_beside_young_and_daly():
     young = (2 * 30 * 3600.0) ** 0.5                     # job MTBF: 4 hosts x 1/(4 h) -> 1 h
     assert lines[0].startswith("best training.checkpoint_interval: 465")
     assert f"Young {young:,.0f} s" in lines[1] and f"Daly {young - 30:,.0f} s" in lines[1]
+
+
+def test_points_give_a_row_per_grid_point_with_its_mean_and_interval():
+    from rdzv_sim.sweep import best_point, points
+    df = pd.DataFrame({"a": ["x", "x", "x", "y", "y", "y"], "seed": [0, 1, 2] * 2,
+                       "goodput": [0.5, 0.6, 0.7, 0.8, 0.8, 0.8]})
+    t = points(df, ["a"], metrics=("goodput",))
+    assert list(t["a"]) == ["x", "y"] and list(t["seeds"]) == [3, 3]
+    x = t.iloc[0]
+    assert x["goodput"] == pytest.approx(0.6) and x["goodput_lo"] < 0.6 < x["goodput_hi"]
+    assert t.iloc[1]["goodput_lo"] == pytest.approx(0.8)                 # no spread: no width
+    assert best_point(t, ["a"]).startswith("best goodput: a=y, 0.8000")
+    one = points(df[df["seed"] == 0], ["a"], metrics=("goodput",))        # near miss: one seed
+    assert one["goodput_lo"].isna().all()
+
+
+def test_the_sweep_command_answers_first_and_says_how_far_it_is(tmp_path):
+    out = tmp_path / "sw"
+    r = subprocess.run([sys.executable, "-m", "rdzv_sim", "sweep", "quickstart", "--grid",
+                        "agent.collective_timeout=10,60", "--seeds", "2", "--workers", "1", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("best goodput: agent.collective_timeout=10")
+    assert "4 of 4 runs done" in r.stderr
+    assert len(pd.read_parquet(out / "points.parquet")) == 2
