@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .report.caveats import CAVEATS
 from .sweep import run_specs
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:,.0f} minutes" if seconds >= 90 else f"{seconds:,.0f} s"
 
 OBJECTIVES = {
     "goodput": "goodput: the share of full-size training the run did",
@@ -35,6 +40,30 @@ class Knob:
 
     def values_to_check(self) -> list:
         return list(self.choices) if self.choices else [self.low, self.high]
+
+    def middle(self):
+        """A value inside the range (its geometric middle on a log scale)."""
+        m = math.sqrt(self.low * self.high) if self.log else (self.low + self.high) / 2
+        return int(round(m)) if self.integer else m
+
+
+def first_candidates(knobs: list[Knob], baseline: dict) -> list[dict]:
+    """The candidates tried before TPE narrows: every value of every choice knob (the others at
+    their current value where it is in the space, else the range's middle or first choice), so
+    that each choice is measured at least once and compared on the same seeds."""
+    def at_rest(k: Knob):
+        v = baseline.get(k.key)
+        if k.choices:
+            return str(v) if v is not None and str(v) in k.choices else k.choices[0]
+        return v if v is not None and k.low <= float(v) <= k.high else k.middle()
+    rest = {k.key: at_rest(k) for k in knobs}
+    out = []
+    for k in knobs:
+        for c in k.choices:
+            p = {**rest, k.key: c}
+            if p not in out:
+                out.append(p)
+    return out
 
 
 _RANGE = re.compile(r"^\s*(-?[\d.eE+]+)\s*\.\.\s*(-?[\d.eE+]+)\s*(:log)?\s*$")
@@ -100,6 +129,7 @@ class Advice:
     lines: list[str] = field(default_factory=list)   # the answer, in sentences
     recommended: dict | None = None      # the scenario with the best settings (a dict)
     given: dict | None = None            # the scenario as it was given
+    young_daly: tuple | None = None      # Young's and Daly's checkpoint intervals, where they apply
 
 
 def _t_interval(diffs: np.ndarray) -> tuple[float, float, float]:
@@ -124,6 +154,10 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
     if trials < 2 or seeds < 2:
         raise ValueError("advise needs at least 2 trials and 2 seeds (a confidence interval "
                          "needs two seeds)")
+    choices = sum(len(k.choices) for k in knobs)
+    if trials < choices:
+        raise ValueError(f"--trials {trials}: the choices alone are {choices} candidates (each "
+                         f"is tried once before the search narrows); give --trials {choices} or more")
     sc = load(scenario)
     data = sc.model_dump(mode="json")
     for k in knobs:                           # a bad key or value: refused before anything runs
@@ -155,14 +189,22 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
         raise ValueError(f"{sc.name}: its runs give no {objective} (goodput needs a training "
                          "section: training.checkpoint_interval, ...)")
     if progress:
-        progress(f"current settings: {objective} {np.mean(base_vals):.4f}")
+        wall = sorted(float(r.get("wall_s", 0.0)) for r in base_rows)
+        per_run = wall[len(wall) // 2] if wall else 0.0       # measured: the current settings' runs
+        left = (trials + len(knobs)) * seeds * per_run / (1 if dask_address else batch)
+        progress(f"current settings: {objective} {np.mean(base_vals):.4f}; measured {per_run:,.1f} s "
+                 f"a run: about {_minutes(left)} more")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=sc.seed))
     inside = {k.key: baseline[k.key] for k in knobs
               if (k.choices and str(baseline[k.key]) in k.choices)
               or (not k.choices and baseline[k.key] is not None and k.low <= float(baseline[k.key]) <= k.high)}
+    queued = []
     if len(inside) == len(knobs):            # the current settings are a candidate too
-        study.enqueue_trial({k.key: str(inside[k.key]) if k.choices else inside[k.key] for k in knobs})
+        queued.append({k.key: str(inside[k.key]) if k.choices else inside[k.key] for k in knobs})
+    queued += [p for p in first_candidates(knobs, baseline) if p not in queued]   # every choice, before TPE narrows
+    for p in queued:
+        study.enqueue_trial(p)
     rows_out = []
     done = 0
     while done < trials:
@@ -204,11 +246,13 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
             m, lo, hi = _t_interval(np.array(v) - np.array(base_vals))
             lines.append(f"{key} = {show_value(best[key])} alone (the rest as they are): "
                          f"{m:+.4f} ({lo:+.4f} to {hi:+.4f}).")
-    theory = _theory(knobs, best, sc, base_rows)
-    if theory:
-        lines.append(theory)
+    lines.append(_theory(knobs, best, sc, base_rows))
+    mode = best.get("agent.recovery", sc.agent.recovery)
+    if mode != "in_job" and mode in CAVEATS:  # what the recommended recovery's model leaves out
+        lines.append("Caveat: " + CAVEATS[mode])
     rec = load(sc, [f"{k}={v}" for k, v in best.items()]).model_dump(mode="json")
-    return Advice(table, best, baseline, lines, rec, data)
+    got = theory_lines(sc, base_rows)
+    return Advice(table, best, baseline, lines, rec, data, None if isinstance(got, str) else got)
 
 
 def show_value(v) -> str:
@@ -240,19 +284,39 @@ def _answer(table, knobs, best, baseline, base_vals, per_seed, objective) -> lis
     return lines
 
 
-def _theory(knobs, best, sc, base_rows) -> str | None:
+def theory_lines(sc, base_rows) -> tuple[float, float] | str:
     """Young's sqrt(2 C M) and Daly's sqrt(2 C M) - C for the checkpoint interval, with M the
-    current settings' mean time per interruption."""
-    if "training.checkpoint_interval" not in {k.key for k in knobs} or sc.training is None:
-        return None
+    current settings' mean time per interruption, or why they do not apply."""
+    if sc.training is None:
+        return "no training section: no checkpoint interval to set"
     if sc.training.checkpoint != "sync":
-        return None
-    m = float(np.nanmean([float(r.get("mtti_s", math.nan)) for r in base_rows]))
+        return (f"checkpoints are {sc.training.checkpoint}: Young's and Daly's intervals price a "
+                "synchronous checkpoint's stall")
+    m = _mean_mtti(base_rows)
     c = sc.training.checkpoint_cost
-    if not math.isfinite(m) or c <= 0:
-        return None
+    if not math.isfinite(m):
+        return "the current settings' runs saw no interruption: no mean time between them to use"
+    if c <= 0:
+        return "a checkpoint costs nothing here: any interval does"
     from .training import young_daly
-    young, daly = young_daly(c, m)
-    return (f"Theory for the checkpoint interval (C = {c:g} s a checkpoint, one interruption "
-            f"every {m:,.0f} s): Young {young:,.0f} s, Daly {daly:,.0f} s; the search found "
-            f"{show_value(best['training.checkpoint_interval'])} s.")
+    return young_daly(c, m)
+
+
+def _mean_mtti(rows) -> float:
+    v = [float(r.get("mtti_s", math.nan)) for r in rows]
+    v = [x for x in v if math.isfinite(x)]
+    return float(np.mean(v)) if v else math.nan
+
+
+def _theory(knobs, best, sc, base_rows) -> str:
+    """The theory line: Young's and Daly's checkpoint interval beside the search's, or why not."""
+    got = theory_lines(sc, base_rows)
+    if isinstance(got, str):
+        return f"Young's and Daly's checkpoint intervals do not apply: {got}."
+    young, daly = got
+    m = _mean_mtti(base_rows)
+    text = (f"Theory for the checkpoint interval (C = {sc.training.checkpoint_cost:g} s a checkpoint, "
+            f"one interruption every {m:,.0f} s): Young {young:,.0f} s, Daly {daly:,.0f} s")
+    if "training.checkpoint_interval" in best:
+        return text + f"; the search found {show_value(best['training.checkpoint_interval'])} s."
+    return text + f"; the scenario checkpoints every {sc.training.checkpoint_interval:,.0f} s (not searched)."

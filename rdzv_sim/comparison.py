@@ -17,26 +17,13 @@ import numpy as np
 import pandas as pd
 
 from .advise import _t_interval
+from .report.caveats import CAVEATS
 from .sweep import run_specs
 
 METRICS = ("goodput", "ettr", "mttr_s")          # each with its mean and interval
 HIGHER_IS_BETTER = {"goodput": True, "ettr": True, "mttr_s": False}
 COUNTS = ("store_rounds", "in_place_recoveries", "fallbacks_mode", "fallbacks_below_min",
           "fallbacks_iterations", "interruptions")
-
-# what the model of each recovery mode leaves out, or what holds it back for real (docs/recovery.md)
-CAVEATS = {
-    "in_job": "in_job: every failure is a rendezvous and a checkpoint reload; the model prices "
-              "both from the scenario's settings.",
-    "in_process": "in_process: NVRx's in-process restart needs the workload wrapped "
-                  "(inprocess.Wrapper) and a device left usable (a sticky CUDA error restarts in "
-                  "job); hosts back from repair wait for the next in-job restart or a planned "
-                  "re-form (agent.reform_every), so the world runs smaller meanwhile.",
-    "shrink": "shrink: the model reloads nothing and has no catch-up cost for the lost ranks' "
-              "work; gloo cannot shrink; NCCL >= 2.31's shrink and abort can hang "
-              "(pytorch#194679); hosts back wait for a re-form, as in_process's.",
-}
-
 
 def parse_vary(items: list[str]) -> dict[str, list[str]]:
     """["agent.recovery=in_job,shrink"] -> {"agent.recovery": ["in_job", "shrink"]}."""

@@ -62,6 +62,10 @@ def _sensitivity(advice, knobs, objective: str) -> bytes:
             ax.set_xscale("log")
         ax.axvline(advice.best[k.key] if not k.choices else str(advice.best[k.key]), color="C2",
                    ls="--", lw=1, label="best")
+        if k.key == "training.checkpoint_interval" and advice.young_daly:
+            young, daly = advice.young_daly
+            ax.axvline(young, color="C1", ls=":", lw=1, label=f"Young {young:,.0f} s")
+            ax.axvline(daly, color="C4", ls="-.", lw=1, label=f"Daly {daly:,.0f} s")
         ax.set_xlabel(k.key)
         ax.set_ylabel(f"{objective} (mean over seeds, ±1 sd)")
         ax.legend(loc="best", fontsize=8)

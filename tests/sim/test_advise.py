@@ -97,3 +97,43 @@ def test_advise_searches_the_recovery_mode():
     a = advise(sc, parse_space(["agent.recovery=in_job|in_process|shrink"]), trials=8, seeds=2, workers=2)
     assert set(a.trials["agent.recovery"]) == {"in_job", "in_process", "shrink"}
     assert a.best["agent.recovery"] == "shrink"
+
+
+def test_every_choice_is_a_first_candidate_before_the_search_narrows():
+    from rdzv_sim.advise import first_candidates
+    knobs = parse_space(["agent.recovery=in_job|in_process|shrink", "training.checkpoint_interval=100..10000:log"])
+    got = first_candidates(knobs, {"agent.recovery": "in_job", "training.checkpoint_interval": 600})
+    assert [p["agent.recovery"] for p in got] == ["in_job", "in_process", "shrink"]
+    assert {p["training.checkpoint_interval"] for p in got} == {600}            # the rest as they are
+    out_of_space = first_candidates(knobs, {"agent.recovery": "in_job", "training.checkpoint_interval": 50})
+    assert {p["training.checkpoint_interval"] for p in out_of_space} == {1000.0}    # near miss: the middle
+    assert first_candidates(parse_space(["training.checkpoint_interval=100..200"]), {}) == []
+
+
+def test_too_few_trials_for_the_choices_is_refused_by_name():
+    with pytest.raises(ValueError, match="the choices alone are 3 candidates"):
+        advise(young_daly_scenario(), parse_space(["agent.recovery=in_job|in_process|shrink"]), trials=2, seeds=2)
+
+
+def test_the_theory_line_says_why_it_does_not_apply():
+    from rdzv_sim.advise import _theory
+    from rdzv_sim.scenario import load
+    sc = load(young_daly_scenario())
+    assert _theory([], {}, sc, [{"mtti_s": math.nan}]).endswith("saw no interruption: no mean time between them to use.")
+    line = _theory([], {}, sc, [{"mtti_s": 3600.0}])
+    assert line.startswith("Theory for the checkpoint interval") and "(not searched)" in line
+    asynchronous = load(young_daly_scenario() | {"training": {**young_daly_scenario()["training"], "checkpoint": "async"}})
+    assert "checkpoints are async" in _theory([], {}, asynchronous, [{"mtti_s": 3600.0}])
+
+
+@pytest.mark.slow
+def test_advise_covers_every_recovery_mode_and_carries_its_caveat():
+    """Few trials: each mode is still a candidate on the same seeds (TPE alone tried in_job once
+    in 12), and the recommendation says what the recommended mode's model leaves out."""
+    from rdzv_sim.report.caveats import CAVEATS
+    sc = young_daly_scenario() | {"protocol": {"name": "hrw", "min_nodes": 2, "probe_interval": 86400},
+                                  "duration": 20 * 3600}
+    a = advise(sc, parse_space(["agent.recovery=in_job|in_process|shrink"]), trials=3, seeds=2, workers=2)
+    assert sorted(a.trials["agent.recovery"]) == ["in_job", "in_process", "shrink"]
+    mode = a.best["agent.recovery"]
+    assert mode == "in_job" or ("Caveat: " + CAVEATS[mode]) in a.lines
