@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .intervals import t_interval as _t_interval
 from .report.caveats import CAVEATS
 from .sweep import run_specs
 
@@ -130,16 +131,6 @@ class Advice:
     recommended: dict | None = None      # the scenario with the best settings (a dict)
     given: dict | None = None            # the scenario as it was given
     young_daly: tuple | None = None      # Young's and Daly's checkpoint intervals, where they apply
-
-
-def _t_interval(diffs: np.ndarray) -> tuple[float, float, float]:
-    from scipy import stats
-    n = len(diffs)
-    mean = float(diffs.mean())
-    if n < 2:
-        return mean, math.nan, math.nan
-    half = float(stats.t.ppf(0.975, n - 1) * diffs.std(ddof=1) / math.sqrt(n))
-    return mean, mean - half, mean + half
 
 
 def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .advise import _t_interval
+from .intervals import t_interval as _t_interval
 from .report.caveats import CAVEATS
 from .sweep import run_specs
 

@@ -93,7 +93,7 @@ POINT_METRICS = ("goodput", "ettr", "running_fraction", "mttr_s", "rdzv_latency_
 def points(df: pd.DataFrame, keys: list[str], metrics=POINT_METRICS) -> pd.DataFrame:
     """A row per grid point: its seeds (the replications) and, for each metric, the mean and
     its 95% t-interval over them (`_lo`, `_hi`; NaN with one seed)."""
-    from .advise import _t_interval
+    from .intervals import t_interval as _t_interval
     rows = []
     for values, g in df.groupby(keys, sort=False, dropna=False):
         values = values if isinstance(values, tuple) else (values,)
