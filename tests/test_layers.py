@@ -130,6 +130,15 @@ def test_the_scenario_reference_in_docs_is_current():
         "regenerate it: python -m rdzv_sim.scenario.reference > docs/scenarios.md"
 
 
+def test_every_scenario_field_says_what_it_means():
+    """docs/scenarios.md has no empty meaning cell: every field's comment (beside it or right
+    above it), or the shared fault fields' meaning (scenario/reference.py's SHARED)."""
+    from rdzv_sim.scenario.reference import markdown
+    empty = [line for line in markdown().splitlines()
+             if line.startswith("| `") and line.rstrip().endswith("|  |")]
+    assert not empty, empty
+
+
 def test_readme_is_a_door_and_every_link_resolves():
     import re
     readme = (ROOT / "README.md").read_text()

@@ -29,19 +29,25 @@ class AgentSettings(BaseModel):
     """The elastic agent on every host (torchrun's): restarts, monitoring, timeouts."""
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    # failures an agent restarts its workers after before it gives up (torchrun's --max-restarts)
     max_restarts: Annotated[int, Field(ge=0)] = 3
+    # seconds between the agent's checks of its workers (torchrun's monitor_interval)
     monitor_interval: PositiveFloat = 5.0
+    # seconds before a collective with a vanished peer fails (NCCL/gloo timeout)
     collective_timeout: PositiveFloat = 60.0
     # when a peer's *process* dies (crash = SIGKILL) its host's kernel resets the connections and
     # the survivors' collectives fail within about this long (gloo: ~0.3 s); None: they hang until
     # the collective timeout, as when a whole host vanishes (rack failures always do)
     peer_crash_detection: PositiveFloat | None = None
+    # seconds from a rank known to the workers training (process start, imports, model load)
     worker_start: NonNegativeFloat = 5.0
+    # more seconds of worker start per member (process group init at scale)
     worker_start_per_node: NonNegativeFloat = 0.0
     retry_backoff: NonNegativeFloat = 1.0       # after a store timeout, before trying the rendezvous again
     max_rendezvous_attempts: PositiveInt = 20   # failed or timed-out rounds in a row before exit
     process_start: NonNegativeFloat = 0.0       # agent process start-up (imports) before it joins
-    # how a failure of a running round is recovered (protocols/recovery.py, docs/recovery.md)
+    # how a failure of a running round is recovered (protocols/recovery/, docs/recovery.md):
+    # in_job (a rendezvous), in_process (NVRx's in-process restart) or shrink (shrink_group)
     recovery: Mode = Mode.IN_JOB
     in_process: InProcess = InProcess()         # NVRx's in-process restart, part by part
     shrink: Shrink = Shrink()                   # torch's shrink_group

@@ -228,7 +228,7 @@ class Restart(_At):
 class SlowJoin(_Fault):
     kind: Literal["slow_join"]
     node: int
-    delay: NonNegativeFloat
+    delay: NonNegativeFloat   # seconds after the job's start that the node's agent starts (joins)
     aggregate: ClassVar[bool] = True
 
     def actions(self, i):
@@ -251,7 +251,7 @@ class Latency(_Links):
     """Extra one-way delay on the named nodes' (or a rack's) link to the store for a while:
     a congested or flapping link (real runs: the TCP fault proxy delays every chunk)."""
     kind: Literal["latency"]
-    delay: PositiveFloat
+    delay: PositiveFloat   # extra one-way seconds on each message
     begin_end: ClassVar = ("slow", "unslow")
     what: ClassVar = "a latency fault"
 
@@ -268,8 +268,8 @@ class Flap(_Links):
     partition (real runs: the fault proxy cuts and heals); a down that outlasts the
     collectives costs a round."""
     kind: Literal["flap"]
-    period: PositiveFloat
-    down: PositiveFloat
+    period: PositiveFloat   # seconds from one down to the next
+    down: PositiveFloat   # seconds the link is down each period (shorter than period)
     what: ClassVar = "a flap"
 
     def ends(self):
@@ -302,7 +302,7 @@ class Loss(_Links):
     timeout `rto`, doubling with each loss in a row (at most 6): a bad optic, an overrun port.
     Real runs: the fault proxy holds each chunk for the same seeded draws."""
     kind: Literal["loss"]
-    rate: Annotated[float, Field(gt=0.0, le=0.9)]
+    rate: Annotated[float, Field(gt=0.0, le=0.9)]   # the chance each message is lost (at most 0.9)
     rto: Annotated[float, Field(ge=0.001, le=10.0)] = 0.2       # Linux's minimum RTO
     begin_end: ClassVar = ("lose", "unlose")
     what: ClassVar = "a loss fault"
@@ -352,7 +352,7 @@ class RackFailure(_At):
 class ClockSkew(_At):
     kind: Literal["clock_skew"]
     node: int
-    offset: float
+    offset: float   # seconds the node's clock is ahead (negative: behind)
 
     def actions(self, i):
         return [Action(self.start, self.start, "clock_skew", value=self.offset, **self._where(i))]
@@ -380,7 +380,7 @@ class Preemption(_At):
     a signal); a protocol may use the notice to leave its round cleanly (hrw ends it)."""
     kind: Literal["preemption"]
     node: int
-    notice: NonNegativeFloat = 30.0
+    notice: NonNegativeFloat = 30.0   # seconds between SIGTERM (the notice) and the kill
 
     def actions(self, i):
         one = self._where(i)
@@ -394,6 +394,7 @@ class Straggler(_At):
     training model charges it (goodput), and `scheduler.drain_slower_than` can drain it."""
     kind: Literal["straggler"]
     node: int
+    # how many times slower its steps run (the round trains at its pace)
     slowdown: Annotated[float, Field(gt=1.0, le=1000.0)]
     duration: PositiveFloat | None = None
 

@@ -11,7 +11,17 @@ from pydantic import BaseModel
 
 from .faults import After
 
+# the fields every fault kind has, said once (a kind's own comment, if any, says more)
+SHARED = {
+    "kind": "which fault this is (this table's kind)",
+    "at": "when: seconds from the start, or an event of the run ({after, round, plus})",
+    "node": "the host, by index (0-based; the hot spares follow cluster.nodes)",
+    "nodes": "the hosts, by index (or give `rack`)",
+    "rack": "every host of this rack, by index (cluster.topology.kind: racks; or give `nodes`)",
+    "duration": "seconds it lasts, from `at`",
+}
 _COMMENT = re.compile(r"^\s+(\w+)\s*:[^#]*#\s*(.+)$")
+_FIELD = re.compile(r"^\s+(\w+)\s*:\s*\S")
 
 
 def _comments(cls) -> dict[str, str]:
@@ -24,10 +34,15 @@ def _comments(cls) -> dict[str, str]:
             src = inspect.getsource(klass)
         except (OSError, TypeError):
             continue
+        above: list[str] = []                   # a comment block right above a field says it too
         for line in src.splitlines():
             m = _COMMENT.match(line)
             if m:
                 out[m.group(1)] = m.group(2).strip()
+            elif (f := _FIELD.match(line)) and above:
+                out.setdefault(f.group(1), " ".join(above))
+            stripped = line.strip()
+            above = [*above, stripped[1:].strip()] if stripped.startswith("#") else []
     return out
 
 
@@ -79,7 +94,9 @@ def _table(cls, prefix: str) -> list[str]:
             continue
         bound = _constraints(f)
         kind = _type(f.annotation) + (f" ({bound})" if bound else "")
-        text = f.description or notes.get(name, "")
+        text = f.description or notes.get(name) or (SHARED.get(name, "") if not prefix else "")
+        if not text and name == "name" and prefix == "protocol.":
+            text = "the protocol whose settings these are"
         rows.append(f"| `{prefix}{name}` | {kind.replace('|', 'or')} | {_default(f)} | {text} |")
     return rows
 

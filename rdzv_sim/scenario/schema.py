@@ -27,9 +27,10 @@ class Strict(BaseModel):
 
 
 class Topology(Strict):
-    kind: Literal["flat", "racks"] = "flat"
+    kind: Literal["flat", "racks"] = "flat"   # flat: one switch; racks: hosts in racks behind spines
+    # racks the hosts are spread over, in order (kind: racks)
     racks: Annotated[int, Field(ge=1, le=MAX_NODES)] = 1
-    spines: Annotated[int, Field(ge=1, le=1024)] = 2
+    spines: Annotated[int, Field(ge=1, le=1024)] = 2   # spine switches a rack's traffic crosses (kind: racks)
     link_latency: NonNegativeFloat = 25e-6      # host <-> switch, one way, seconds
     spine_latency: NonNegativeFloat = 50e-6     # rack switch <-> spine
     jitter: NonNegativeFloat = 0.2              # each message: latency * (1 + jitter * U[0,1))
@@ -42,6 +43,7 @@ class Cpu(Strict):
     shared_cores: PositiveInt | None = None     # every host shares these cores (one-machine runs)
     # how: "fair" time-slices them as Linux does (a process woken from I/O runs first),
     # "sharing" runs every job at once at cores/k of a core
+    # how the shared cores are shared: fair queueing, or processor sharing
     scheduler: Literal["fair", "sharing"] = "fair"
     # fair (rdzv_sim/models/cpu/fair.py; defaults for Linux 6.x EEVDF, 2 CPUs, HZ=250):
     slice: NonNegativeFloat = 1.4e-3            # EEVDF's base slice: 0.7 ms x (1 + log2 CPUs)
@@ -56,11 +58,13 @@ class Cpu(Strict):
 
 class Cluster(Strict):
     nodes: Annotated[int, Field(ge=1, le=MAX_NODES)]   # hosts (at most 100,000)
+    # workers (GPUs) a host runs: world size = nodes x this
     nproc_per_node: Annotated[int, Field(ge=1, le=MAX_PROCS)] = 8
-    start_nodes: Annotated[int, Field(ge=1, le=MAX_NODES)] | None = None   # how many start at t=0 (default: all)
+    # how many start at t=0 (default: all)
+    start_nodes: Annotated[int, Field(ge=1, le=MAX_NODES)] | None = None
     start_spread: NonNegativeFloat = 0.5        # starts spread uniformly over this many seconds
-    topology: Topology = Topology()
-    cpu: Cpu = Cpu()
+    topology: Topology = Topology()   # racks and spines (racks and rack faults need it)
+    cpu: Cpu = Cpu()      # the hosts' shared CPU, for one-machine runs (docs/cpu-model.md)
 
 
 class Store(Strict):
@@ -68,11 +72,12 @@ class Store(Strict):
     # `service(nbytes)` is the one service model: every runtime, the liveness bound, the estimate
     # tcpstore: one server (torchrun's c10d store) that lives on `host`; replicated: a Raft
     # cluster as etcd is, `replicas` members on `hosts` (docs/stores.md)
+    # one TCPStore on one host, or a replicated (etcd-style) store: docs/stores.md
     kind: Literal["tcpstore", "replicated"] = "tcpstore"
     host: int | None = 0                        # node index hosting the store (None: a launcher)
     service_base: NonNegativeFloat = 20e-6       # seconds per request
     service_per_byte: NonNegativeFloat = 2e-9    # seconds per payload byte
-    op_timeout: PositiveFloat = 30.0
+    op_timeout: PositiveFloat = 30.0   # seconds a store call waits before it times out (TCPStore's timeout)
     replicas: Annotated[int, Field(ge=1, le=9)] = 3           # replicated: members (odd, >= 3)
     hosts: list[int] | None = None              # replicated: nodes hosting members (None: outside the job)
     election_timeout: PositiveFloat = 1.0       # replicated: a leader silent this long is replaced
@@ -85,9 +90,11 @@ class Store(Strict):
 
 
 class Shards(Strict):
+    # shards the placement policies assign to the members (0: no placement tables)
     count: Annotated[int, Field(ge=0, le=MAX_SHARDS)] = 1024
+    # the policies compared: rendezvous hashing, modulo, a consistent-hash ring
     policies: list[Literal["hrw", "modulo", "ring"]] = ["hrw", "modulo", "ring"]
-    ring_vnodes: Annotated[int, Field(ge=1, le=4096)] = 64
+    ring_vnodes: Annotated[int, Field(ge=1, le=4096)] = 64   # virtual nodes a host has on the ring
 
 
 class Training(Strict):
@@ -120,7 +127,7 @@ class Scheduler(Strict):
     # has been that slow for `drain_after` seconds (a health check cordoning it): its agent and
     # workers stop, it is never started again, the next round forms without it. None: never
     drain_slower_than: Annotated[float, Field(gt=1.0, le=1000.0)] | None = None
-    drain_after: NonNegativeFloat = 60.0
+    drain_after: NonNegativeFloat = 60.0   # seconds a host stays that slow before it is drained
     # hosts in one NVLink domain: an in-process restart keeps the active world a multiple of it
     # (NVRx's ActiveWorldSizeDivisibleBy), and min_nodes must be one too
     segment: PositiveInt = 1
@@ -138,7 +145,8 @@ class Outputs(Strict):
     trace: Literal["rounds", "hosts"] = "rounds"
     # a run of 10^8 rows in a few GB; the result then holds no events table in memory, and
     # events.parquet is written from disk (docs/simulating.md)
-    stream: bool = False                     # the events to disk as the run goes, the tables folded from there
+    # the events to disk as the run goes, the tables folded from there
+    stream: bool = False                  
 
 
 
@@ -146,6 +154,7 @@ class Outputs(Strict):
 class NodeFailures(Strict):
     """Each node fails independently; time between failures drawn from the distribution."""
     kind: Literal["node_failures"] = "node_failures"
+    # how the time between one node's failures is drawn
     distribution: Literal["exponential", "weibull"] = "exponential"
     mtbf: PositiveFloat                          # mean time between failures per node, seconds
     shape: PositiveFloat = 1.0                   # Weibull shape (1.0 = exponential)
@@ -163,11 +172,13 @@ class Interruptions(Strict):
     node (a crash, repaired after `repair`), one random rack, or the whole job (every node's
     workers fail at once, as a software bug or an NCCL watchdog does)."""
     kind: Literal["interruptions"] = "interruptions"
-    cause: str
+    cause: str   # a label of the interruptions table (a published cause: gpu_hbm3, ...)
+    # interruptions expected over `per` seconds (a Poisson process)
     count: Annotated[float, Field(ge=0, le=MAX_EVENTS)]
     per: PositiveFloat | None = None             # seconds the count is for (default: the run)
+    # what one hits: a random node, a random rack, or the whole job
     scope: Literal["node", "rack", "job"] = "node"
-    repair: PositiveFloat | None = 600.0
+    repair: PositiveFloat | None = 600.0   # seconds until the node (or rack) is back (None: never)
     # job scope only: the job is killed and requeued by the scheduler (scheduler.requeue_delay)
     # instead of its workers failing in place (a planned restart, a bad software push)
     requeue: bool = False
@@ -216,7 +227,8 @@ RandomFault = Annotated[Union[Annotated[NodeFailures, Tag("node_failures")],
 class Scenario(Strict):
     include: list[str] = []                      # YAML files merged underneath (e.g. a calibration)
     name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]  # names the outputs (runs/<name>) and the tables
-    description: Annotated[str, Field(max_length=MAX_TEXT)] = ""   # what the scenario shows, for `rdzv-sim list`
+    # what the scenario shows, for `rdzv-sim list`
+    description: Annotated[str, Field(max_length=MAX_TEXT)] = ""
     seed: Annotated[int, Field(ge=0)] = 0        # every random draw flows from it
     duration: Annotated[float, Field(gt=0, le=MAX_DURATION)]   # simulated seconds (at most ten years)
     cluster: Cluster                             # the hosts, their GPUs, topology and CPU
@@ -232,7 +244,8 @@ class Scenario(Strict):
     # reports/sim_speed.md). Aggregate models hrw with crashes, restarts, worker failures.
     fidelity: Literal["per_operation", "aggregate"] = "per_operation"   # docs/fidelities.md
     faults: Annotated[list[Fault], Field(max_length=MAX_FAULTS)] = []   # scheduled faults (kinds below)
-    random_faults: Annotated[list[RandomFault], Field(max_length=100)] = []   # failure processes drawn from the seed
+    # failure processes drawn from the seed
+    random_faults: Annotated[list[RandomFault], Field(max_length=100)] = []
     outputs: Outputs = Outputs()                 # where and in which formats tables go
 
     def __reduce__(self):
