@@ -143,11 +143,13 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None, *,
     data = _with_includes(data, label, trust_includes)
     _resolve_logs(data, label, trust_includes)
     switched = False
+    given: dict[tuple, str] = {}                # an override's path -> the --set that gave it
     for item in overrides:
         if "=" not in item:
             raise ScenarioError([f"--set {item!r}: expected key.path=value"])
         k, v = item.split("=", 1)
         _set(data, k.strip(), v)
+        given[tuple(k.strip().split("."))] = item
         switched |= k.strip() == "protocol.name"
     if switched:
         _fit_protocol(data)
@@ -156,10 +158,11 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None, *,
     try:
         sc = model().model_validate(data)
     except ValidationError as e:
-        raise ScenarioError([_message(label, root, *_unknown_protocol(err)) for err in e.errors()]) from None
+        raise ScenarioError([_message(label, root, *_unknown_protocol(err), given=given)
+                             for err in e.errors()]) from None
     found = problems(sc) + _log_problems(sc)
     if found:
-        raise ScenarioError([_message(label, root, path, msg) for path, msg in found])
+        raise ScenarioError([_message(label, root, path, msg, given=given) for path, msg in found])
     return sc
 
 
@@ -275,13 +278,17 @@ def _log_problems(sc: Scenario) -> list[tuple[tuple, str]]:
     return out
 
 
-def _message(label, root, loc, msg) -> str:
+def _message(label, root, loc, msg, given: dict | None = None) -> str:
     # pydantic puts the union tag in the location (faults.0.crash.at): drop it
     path = [p for i, p in enumerate(loc)
             if not (i > 0 and isinstance(loc[i - 1], int) and isinstance(p, str)
                     and p in _UNION_TAGS.get(loc[0], ()))
             and not (i == 1 and loc[0] == "protocol" and isinstance(p, str) and p in _protocols())
             and not (i > 0 and loc[i - 1] == "at" and p in AT_TAGS)]
+    named = tuple(str(p) for p in path)
+    for key, item in (given or {}).items():      # a value --set gave: name the --set, not a line
+        if named[:len(key)] == key:
+            return f"--set {item}: {format_path(path)}: {msg}"
     line = _line_of(root, path) if root is not None else None
     where = f"{label}:{line}" if line else label
     return f"{where}: {format_path(path)}: {msg}"
