@@ -22,6 +22,9 @@ from .round_model import CellSpec, Formed
 from ..events import Event
 
 
+LOST_STORE = "store connection lost: the store's host is down"     # the agents' error, as per operation
+
+
 class CellTrace:
     """The job's trace with the cell's round numbers (0, 1, ...) written as the job's
     (`to_table`, the cell's `table_round`)."""
@@ -194,6 +197,16 @@ class Cell:
         self.job.exited.update(names)
         self.model.shut_down(names, t)
         self.job.requeue_if_none_left()
+
+    def store_lost(self, t: float, names: list[str]) -> None:
+        """The job's store died at t: the running round is over (no leave, no recovery: its
+        members exit with everyone else), and `names`, every agent up, exit store_lost."""
+        self.leave_at = None
+        self.recovery.ended(self.world)
+        self._clear_members()
+        self.t_ws, self.waiting_noticed = math.inf, False
+        if names:
+            self.gave_up(t, names, Event.STORE_LOST, LOST_STORE)
 
     # --- the round's state machine -------------------------------------------------------
     def drop(self, name: str) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..sim.job import Job
 from ..sim.node import SimNode
-from .cell import Cell
+from .cell import LOST_STORE, Cell
 from .round_model import round_model_of
 from ..events import Event
 
@@ -60,6 +60,10 @@ class AggregateJob(Job):
         node.incarnation += 1
         node.started_at = self.env.now
         self.trace.record(self.env.now, node.name, Event.NODE_START, detail={"why": why})
+        if not self.store.alive:                 # its store died with its host: it exits at once
+            self.cell_of[node.name].gave_up(self.env.now + self.sc.agent.process_start, [node.name],
+                                            Event.STORE_LOST, LOST_STORE)
+            return
         self.cell_of[node.name].enter(node.name, self.env.now + self.sc.agent.process_start)
 
     def stop(self, node: SimNode) -> None:
@@ -86,6 +90,15 @@ class AggregateJob(Job):
         if was_member:
             cell.member_died(node.name, self.env.now, self.notice_delay(cause, detection),
                              self.lost(cause, detection, unusable))
+        if self.store.alive and self.store.host == node.name:
+            self.store.host_down(node.name)      # the job's TCPStore dies with its host
+            self.store_died(self.env.now)
+
+    def store_died(self, t: float) -> None:
+        """Every agent up loses its store at once and exits (store_lost), as per operation: a
+        TCPStore does not come back with its host; a requeued job gets a fresh one."""
+        for c in self.cells:
+            c.store_lost(t, [h for h in c.hosts if self.nodes[h].alive and h not in self.exited])
 
     def fail_workers(self, node: SimNode) -> None:
         if node.alive:

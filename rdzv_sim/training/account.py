@@ -10,6 +10,8 @@ A round trains on the largest size its parallelism allows (`model_parallel_nodes
 """
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +72,25 @@ def throughput(v: int, full: int, training) -> float:
     return float(np.interp(v, sizes, rel) / np.interp(full, sizes, rel))
 
 
+def job_causes(events: pd.DataFrame):
+    """A function (t0, t1, reason) -> the cause of the job-scope interruption that ended a span
+    whose members left for a failure (`reason`: their own, workers_failed or peer_failed), or
+    None: a job-wide fault (a software bug, a planned restart) keeps its label in the
+    interruptions table, as a host's crash keeps its own."""
+    ev = events[events["event"] == Event.FAULT_JOB_INTERRUPTION]
+    t = ev["t"].to_numpy(dtype=float)
+    causes = [json.loads(d).get("cause", "") if isinstance(d, str) and d else "" for d in ev["detail"]]
+
+    def cause(t0: float, t1: float, reason: str) -> str | None:
+        if reason not in (Reason.WORKERS_FAILED, Reason.PEER_FAILED) or not len(t):
+            return None
+        i = int(np.searchsorted(t, t1, side="right")) - 1     # the last one by the span's end
+        if i < 0 or t[i] <= t0:
+            return None
+        return causes[i] or None
+    return cause
+
+
 def _peer_ok(members: tuple, crashed: tuple) -> bool:
     """Each host's in-memory copy lives on the next host in rank order: the copies survive
     unless a crashed host's successor crashed too."""
@@ -120,6 +141,7 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
                                         "end", "reason", "load_s", "stall_s", "progress_s",
                                         "saved_s", "lost_s", "restart_from"])
     interruptions = []
+    job_cause = job_causes(events)
     for i, s in enumerate(table.itertuples(index=False)):
         if s.end == "run_end":
             continue
@@ -132,7 +154,8 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
         meeting = min(gap - detection, max(0.0, ranked - s.t1 - detection))
         in_place = nxt is not None and int(nxt["round"]) in made
         interruptions.append({
-            "t": s.t1, "round": s.round, "cause": s.reason or s.end, "end": s.end,
+            "t": s.t1, "round": s.round, "cause": job_cause(s.t0, s.t1, s.reason) or s.reason or s.end,
+            "end": s.end,
             "hosts_before": s.hosts_used, "hosts_after": int(nxt["hosts_used"]) if nxt is not None else 0,
             "detection_s": detection, "rendezvous_s": 0.0 if in_place else meeting,
             "restart_in_place_s": meeting if in_place else 0.0,
