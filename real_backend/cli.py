@@ -46,8 +46,10 @@ def validate(
     t.add_column("check")
     t.add_column("value", justify="right")
     for k, v in verdict.items():
-        t.add_row(k, _fmt(v))
+        if k != "passed_when":
+            t.add_row(k, _fmt(v))
     out_console.print(t)
+    out_console.print(f"passed ({verdict['passed']}) when: {verdict['passed_when']}", highlight=False)
     out_console.print(f"report: {target}/validation.md", highlight=False)
     if not verdict["passed"]:
         raise typer.Exit(1)

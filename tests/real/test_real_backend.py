@@ -128,6 +128,7 @@ def test_validate_sim_and_real_agree_on_members_and_ranks(tmp_path):
     from real_backend.validate import validate
     verdict = validate("validate-small", tmp_path)
     assert verdict["same_round_count"] and verdict["same_members_and_ranks"], verdict
+    assert verdict["passed"] and "no latency threshold" in verdict["passed_when"]   # what it judged, said
     assert (tmp_path / "validation.md").exists() and (tmp_path / "latency_comparison.csv").exists()
     assert "figures/overlay.png" in (tmp_path / "validation.md").read_text()
     assert "id='fig-overlay'" in (tmp_path / "validation.html").read_text()
@@ -281,3 +282,11 @@ def test_gray_links_loss_then_flap_slow_but_do_not_break_the_round():
     assert not check_safety({"events": ev, "rounds": r.rounds}, load(sc)).violations
     import rdzv_sim
     assert rdzv_sim.run(sc).rounds.nnodes.tolist() == [2]
+
+
+def test_the_pass_rule_says_what_it_judges():
+    """Unit: hrw's verdict judges rounds, members and ranks and names no latency threshold; a
+    protocol whose rounds depend on arrival order is judged on neither."""
+    from real_backend.validate import pass_rule
+    assert "same members and ranks" in pass_rule("hrw", True) and "not judged" in pass_rule("hrw", True)
+    assert pass_rule("c10d", False).startswith("always")
