@@ -22,6 +22,24 @@ PER_NODE_LIMIT = 64          # above this many nodes the timeline is aggregated
 DPI = 80
 
 
+TIME_UNITS = ((120, 1.0, "s"), (7200, 60.0, "min"), (2 * 86400, 3600.0, "h"), (math.inf, 86400.0, "days"))
+
+
+def time_axis(ax, duration: float, what: str = "time") -> str:
+    """Label the x axis (seconds of simulated time) in the unit that fits the run, as the
+    report's sentences do (s, min, h, days), with ticks on round numbers of that unit."""
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+    _, scale, unit = next(u for u in TIME_UNITS if duration < u[0])
+    span_u = max(duration / scale, 1e-9)
+    raw = span_u / 8
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    ax.xaxis.set_major_locator(MultipleLocator(step * scale))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / scale:g}"))
+    ax.set_xlabel(f"{what} ({unit})")
+    return unit
+
+
 def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
@@ -172,7 +190,7 @@ def timeline(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes:
         _marks(ax, faults["t"].unique()[:500], color="red", alpha=0.3, lw=0.8)
     _marks(ax, rounds.get("end", pd.Series(dtype=float)), color="green", alpha=0.25, lw=0.8)
     ax.set_xlim(0, duration)
-    ax.set_xlabel("time (s)")
+    time_axis(ax, duration)
     ax.set_title("Timeline: hosts, rounds (green lines: round complete), faults (red)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize=8)
@@ -221,7 +239,7 @@ def store_load(load: pd.DataFrame | None, duration: float) -> bytes:
                     color="tab:gray", label="kB/s")
         ax2.set_ylabel("kB/s")
     ax.set_xlim(0, duration)
-    ax.set_xlabel("time (s)")
+    time_axis(ax, duration)
     ax.set_ylabel("store operations/s")
     ax.set_title("Store operations over time (background polling and heartbeats not included)")
     return _png(fig)
@@ -289,10 +307,18 @@ def goodput(events: pd.DataFrame, rounds: pd.DataFrame, duration: float, nodes: 
         ax.set_title("Training time: hosts whose round trains (no training model in the scenario)")
     ax.set_ylim(0, 1.05)
     ax.set_xlim(0, duration)
-    ax.set_xlabel("time (s)")
+    time_axis(ax, duration)
     ax.set_ylabel("fraction")
     ax.legend(fontsize=8, loc="lower right")
     return _png(fig)
+
+
+PER_INTERRUPTION = 30        # more interruptions than this: a bar per cause, not per interruption
+
+
+def span_of(t: float) -> str:
+    from .answer import span
+    return f"at {span(t)}"
 
 
 def interruptions(table: pd.DataFrame | None) -> bytes:
@@ -301,17 +327,23 @@ def interruptions(table: pd.DataFrame | None) -> bytes:
     parts = ["detection_s", "rendezvous_s", "restart_in_place_s", "worker_start_s", "checkpoint_load_s",
              "recompute_s", "running_smaller_s"]
     if table is not None and len(table):
-        x = np.arange(len(table))
-        bottom = np.zeros(len(table))
+        parts = [p for p in parts if p in table.columns]      # (a table saved before a column)
+        many = len(table) > PER_INTERRUPTION
+        if many:                                   # a long run: each cause's seconds, summed
+            by = table.groupby("cause")[parts].sum()
+            by = by.loc[by.sum(axis=1).sort_values(ascending=False).index[:PER_INTERRUPTION]]
+            labels = [f"{c}\n({n:,})" for c, n in zip(by.index, table["cause"].value_counts()[by.index])]
+        else:
+            by, labels = table[parts], [f"{c}\n{span_of(t)}" for c, t in zip(table["cause"], table["t"])]
+        x = np.arange(len(by))
+        bottom = np.zeros(len(by))
         for p in parts:
-            if p not in table.columns:                  # (a table saved before the column)
-                continue
-            v = table[p].to_numpy(dtype=float)
+            v = by[p].to_numpy(dtype=float)
             _bars(ax, x, v, 0.8, bottom=bottom.copy(), label=p.removesuffix("_s").replace("_", " "))
             bottom += v
-        if len(table) <= 30:
-            ax.set_xticks(x, [f"{c}\n{t:,.0f} s" for c, t in zip(table["cause"], table["t"])], fontsize=7)
-        ax.set_xlabel("interruption (cause, when training stopped)")
+        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_xlabel("cause (interruptions of it), seconds summed" if many
+                      else "interruption (cause, when training stopped)")
         ax.legend(fontsize=7, ncol=3)
     else:
         ax.text(0.5, 0.5, "no interruptions (or no training model)", ha="center", transform=ax.transAxes)
@@ -351,7 +383,8 @@ def overlay(runs: dict[str, pd.DataFrame], duration: float) -> bytes:
         done = ev[ev["event"] == Event.RANK_ASSIGNED].groupby("round")["t"].max()
         ax.scatter(done.values, np.zeros(len(done)) - 0.15, marker="^", color=colour, s=25)
     ax.set_xlim(0, duration)
-    ax.set_xlabel("time (s)  (triangles: rounds complete)")
+    unit = time_axis(ax, duration)
+    ax.set_xlabel(f"time ({unit})  (triangles: rounds complete)")
     ax.set_ylabel("hosts")
     ax.set_title("Simulated and real timelines, overlaid")
     ax.legend(fontsize=8, loc="lower right")
