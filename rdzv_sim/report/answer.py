@@ -46,7 +46,7 @@ def span(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
+def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame, per_step: bool = False) -> str | None:
     faults = [n for n in NAMES if n.startswith("fault_")]
     ev = events.loc[events["event"].isin(faults), ["t", "node", "event", "detail"]]
     if ev.empty:
@@ -59,7 +59,8 @@ def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
     how = after["formed_by"].iloc[0] if len(after) and "formed_by" in after.columns else "rendezvous"
     if len(left):
         t1 = float(left[0])
-        who = "Its survivors acted on it" if how != "rendezvous" else "The round's members left it"
+        who = ("Its survivors acted on it" if how != "rendezvous" else
+               "Its replica group left its round" if per_step else "The round's members left it")
         out.append(f"{who} at {t1:,.1f} s ({span(t1 - t0)} later).")
     if len(after):
         r = after.iloc[0]
@@ -72,10 +73,13 @@ def _first_fault(events: pd.DataFrame, rounds: pd.DataFrame) -> str | None:
             out.append(f"The world shrank to {int(r['nnodes'])} hosts at {float(r['end']):,.1f} s "
                        f"({later} after the fault; the shrink took {span(float(r['latency']))}, no "
                        "rendezvous), training on from memory.")
+        elif per_step:
+            out.append(f"The other groups trained on; a group's round formed again at {float(r['end']):,.1f} s "
+                       f"with {int(r['nnodes'])} hosts ({later} after the fault).")
         else:
             out.append(f"A round formed again at {float(r['end']):,.1f} s with {int(r['nnodes'])} hosts "
                        f"({later} after the fault; its rendezvous took {span(float(r['latency']))}).")
-        if len(before):
+        if len(before) and not per_step:          # (a group's size is not the job's)
             size = int(before["nnodes"].iloc[-1])
             back = after[after["nnodes"] >= size]
             if int(r["nnodes"]) < size and len(back):
@@ -99,6 +103,9 @@ MODES = {"in_job": "in-job restarts (every failure a rendezvous)",
 
 
 def _recovery(s: pd.Series) -> str:
+    if "groups_per_step" in s.index:
+        return (" with per-step fault tolerance (torchft's quorum: a replica group that fails drops "
+                "out, the others train on)")
     mode = s.get("recovery")
     return f" with {MODES[mode]}" if isinstance(mode, str) and mode in MODES else ""
 
@@ -158,9 +165,16 @@ def opening(tables: dict, scenario: dict) -> list[str]:
            if not math.isnan(float(s["rdzv_latency_p50"])) else
            f"{int(s['nodes']):,} hosts{gpus}, the {s['protocol']} protocol, {span(duration)} "
            "simulated: no round formed."]
+    per_step = "groups_per_step" in s.index
     if tables["events"] is not None:            # (a streamed run's are on disk)
-        fault = _first_fault(tables["events"], tables["rounds"])
+        fault = _first_fault(tables["events"], tables["rounds"], per_step)
         out.append(fault or "No fault was injected.")
+    if per_step:
+        p = scenario.get("protocol") or {}
+        groups = int(s["nodes"]) // int(p.get("group_size") or 1)
+        out.append(f"The job trained on through its failures: {float(s['groups_per_step']):.1f} of "
+                   f"{groups:,} replica groups a step on average, {float(s['step_efficiency']):.1%} of "
+                   "the steps it attempted committed.")
     out.append(_cost(s, duration))
     theory = _theory(s, scenario)
     if theory:
