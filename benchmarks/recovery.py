@@ -25,7 +25,7 @@ FIELD = {"byterobust-9600": "ByteRobust: 97% effective training time at 9,600 GP
          "frontier-100k": "FT-HSDP (arXiv 2602.00277): 44% synchronous, 80% with FT-HSDP, at ~100K GPUs",
          "llama3-54d": "Llama 3 (arXiv 2407.21783): over 90% effective training time at 16K GPUs"}
 COLUMNS = ("ettr", "goodput", "interruptions", "mttr_s", "lost_detection_s", "lost_rendezvous_s",
-           "lost_worker_start_s", "lost_checkpoint_load_s", "lost_recompute_s", "lost_running_smaller_s")
+           "lost_restart_in_place_s", "lost_worker_start_s", "lost_checkpoint_load_s", "lost_recompute_s", "lost_running_smaller_s")
 
 
 def one(scenario: str, mode: str, work: Path) -> dict:
@@ -53,8 +53,8 @@ def report(r: dict) -> str:
     for sc in r["scenarios"]:
         lines += [f"## {sc}", "", f"Beside it: {FIELD[sc]}.", "",
                   "| mode | ETTR | goodput | interruptions | in place | fallbacks | store rounds | MTTR s | lost to "
-                  "detection, h | rendezvous + restart, h | recompute, h | running smaller, h | sim wall s | RSS MB |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "detection, h | rendezvous + restart, h | restart in place, h | recompute, h | running smaller, h | sim wall s | RSS MB |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for mode in MODES:
             x = r["cases"].get(f"{sc} / {mode}")
             if x is None:
@@ -68,6 +68,7 @@ def report(r: dict) -> str:
                 f"{x['in_process_restart'] + x['shrink']} | {x['fallbacks']} | {x['store_rounds']} | {x['mttr_s']:.0f} | "
                 f"{x['lost_detection_s'] / h:.1f} | "
                 f"{(x['lost_rendezvous_s'] + x['lost_worker_start_s'] + x['lost_checkpoint_load_s']) / h:.1f} | "
+                f"{x.get('lost_restart_in_place_s', 0.0) / h:.1f} | "
                 f"{x['lost_recompute_s'] / h:.1f} | {x['lost_running_smaller_s'] / h:.1f} | "
                 f"{x['wall_s']} | {x['max_rss_mb']} |")
         lines.append("")

@@ -19,8 +19,7 @@ def sample_log(sc, seed: int = 0) -> pd.DataFrame:
     nodes, racks = sc.cluster.nodes, sc.cluster.topology.racks
     rows = []
     for rf in sc.random_faults:
-        per = rf.per or sc.duration
-        n = int(round(rf.count * sc.duration / per))
+        n = int(round(rf.rate(sc) * sc.duration))
         for t in np.sort(rng.uniform(0, sc.duration, n)):
             host = (f"node{int(rng.integers(nodes)):04d}" if rf.scope == "node" else
                     f"rack{int(rng.integers(racks)):02d}" if rf.scope == "rack" else "")

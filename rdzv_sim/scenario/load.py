@@ -208,7 +208,7 @@ def _with_includes(data: dict, label: str, trusted: bool = False) -> dict:
     merged: dict = {}
     for i, name in enumerate(inc):
         where = f"{label}: include[{i}]: {name}"
-        path = _beside(here, name, where, trusted)
+        path = _bundled_fragment(name, where) if name.startswith(FRAGMENT) else _beside(here, name, where, trusted)
         try:
             if path.stat().st_size > MAX_BYTES:
                 raise ScenarioError([f"{where}: larger than {MAX_BYTES // 1024} KiB"])
@@ -223,6 +223,21 @@ def _with_includes(data: dict, label: str, trusted: bool = False) -> dict:
     out = _merge(merged, {k: v for k, v in data.items() if k != "include"})
     out["include"] = []                      # merged now: a reload must not merge again
     return out
+
+
+FRAGMENT = "bundled:"        # include: [bundled:rates/llama3.yaml]: a fragment rdzv-sim ships
+
+
+def fragments() -> list[str]:
+    """The fragments a scenario may include by name (`bundled:` and this)."""
+    return sorted(str(p.relative_to(BUNDLED)) for p in BUNDLED.glob("*/*.yaml"))
+
+
+def _bundled_fragment(name: str, where: str) -> Path:
+    rel = name[len(FRAGMENT):]
+    if rel not in fragments():
+        raise ScenarioError([f"{where}: no such bundled fragment; there are: {', '.join(fragments())}"])
+    return BUNDLED / rel
 
 
 def _folder(label: str) -> Path:

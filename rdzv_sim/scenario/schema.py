@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, PositiveFloat,
-                      PositiveInt, Tag, create_model)
+                      PositiveInt, Tag, create_model, model_validator)
 
 from ..protocols.agent import AgentSettings as Agent
 from ..protocols.hrw import HrwSettings
@@ -173,9 +173,12 @@ class Interruptions(Strict):
     workers fail at once, as a software bug or an NCCL watchdog does)."""
     kind: Literal["interruptions"] = "interruptions"
     cause: str   # a label of the interruptions table (a published cause: gpu_hbm3, ...)
-    # interruptions expected over `per` seconds (a Poisson process)
-    count: Annotated[float, Field(ge=0, le=MAX_EVENTS)]
+    # interruptions expected over `per` seconds (a Poisson process); or give per_gpu_day
+    count: Annotated[float, Field(ge=0, le=MAX_EVENTS)] | None = None
     per: PositiveFloat | None = None             # seconds the count is for (default: the run)
+    # the published form: interruptions a GPU a day (Llama 3's 419 in 54 days at 16,384 GPUs:
+    # about 4.7e-4); the run's count is this x its GPUs (cluster.nodes x nproc_per_node) x days
+    per_gpu_day: Annotated[float, Field(gt=0, le=1.0)] | None = None
     # what one hits: a random node, a random rack, or the whole job
     scope: Literal["node", "rack", "job"] = "node"
     repair: PositiveFloat | None = 600.0   # seconds until the node (or rack) is back (None: never)
@@ -189,9 +192,29 @@ class Interruptions(Strict):
     # in-process restart cannot absorb it (agent.recovery); in_job: a crash as any
     device_unusable: bool = False
 
+    @model_validator(mode="after")
+    def _one_rate(self):
+        if (self.count is None) == (self.per_gpu_day is None):
+            raise ValueError("give either count (over `per` seconds) or per_gpu_day, not both")
+        if self.per_gpu_day is not None and self.per is not None:
+            raise ValueError("per is the seconds a count is for: per_gpu_day needs none")
+        return self
+
+    def mean_gap(self, sc) -> float | None:
+        """Seconds between interruptions on average (None: there are none)."""
+        if self.per_gpu_day is not None:
+            return 86400.0 / (self.per_gpu_day * sc.cluster.nodes * sc.cluster.nproc_per_node)
+        return (self.per or sc.duration) / self.count if self.count > 0 else None
+
+    def rate(self, sc) -> float:
+        """Interruptions a second of the run."""
+        if self.per_gpu_day is not None:
+            return self.per_gpu_day * sc.cluster.nodes * sc.cluster.nproc_per_node / 86400.0
+        return self.count / (self.per or sc.duration)
+
     def rates(self, sc) -> tuple[float, float]:
         """As `NodeFailures.rates`: a repaired host or rack comes back (two rounds)."""
-        rate = self.count / (self.per or sc.duration)
+        rate = self.rate(sc)
         return (rate, 0.0) if self.scope != "job" and self.repair is not None else (0.0, rate)
 
 

@@ -47,11 +47,11 @@ def random_failures(sim, rf, node, rng: np.random.Generator):
 
 
 def interruptions(sim, spec, rng: np.random.Generator):
-    """A Poisson process of `spec.count` interruptions over the run, each at its scope."""
+    """A Poisson process of `spec.rate(sc)` interruptions a second, each at its scope."""
     env = sim.env
-    if spec.count <= 0:
+    mean_gap = spec.mean_gap(sim.sc)
+    if mean_gap is None:
         return
-    mean_gap = (spec.per or sim.sc.duration) / spec.count
     while True:
         yield env.timeout(float(rng.exponential(mean_gap)))
         if spec.scope == "job":
