@@ -119,7 +119,8 @@ def objective_of(row: dict, name: str, sc) -> float:
         return g
     hosts = int(row.get("protocol.max_nodes", getattr(sc.protocol, "max_nodes", sc.cluster.nodes)))
     spares = int(row.get("scheduler.hot_spares", sc.scheduler.hot_spares))
-    return g * hosts / (hosts + spares)
+    per = sc.spare_hosts // sc.scheduler.hot_spares if sc.scheduler.hot_spares else 1   # hosts a spare
+    return g * hosts / (hosts + spares * per)
 
 
 @dataclass

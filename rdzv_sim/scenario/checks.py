@@ -6,10 +6,24 @@ from .faults import AGGREGATE_KINDS
 from .schema import Scenario
 
 
+def spare_problems(sc: Scenario) -> list[tuple[tuple, str]]:
+    """Spares as whole racks need racks, and racks of one size to copy."""
+    if sc.scheduler.hot_spares_unit != "racks":
+        return []
+    topo, path = sc.cluster.topology, ("scheduler", "hot_spares_unit")
+    if topo.kind != "racks":
+        return [(path, "spares as whole racks need racks: cluster.topology.kind: racks")]
+    if sc.cluster.nodes % topo.racks:
+        return [(path, f"spares as whole racks need racks of one size: {sc.cluster.nodes} nodes do not "
+                       f"fill {topo.racks} racks evenly")]
+    return []
+
+
 def problems(sc: Scenario) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     n = sc.hosts                      # faults may name the hot spares too
-    racks = sc.cluster.topology.racks if sc.cluster.topology.kind == "racks" else 0
+    racks = sc.racks if sc.cluster.topology.kind == "racks" else 0      # spare racks included
+    out += spare_problems(sc)
 
     def node(path, idx):
         if not 0 <= idx < n:

@@ -118,6 +118,9 @@ class Scheduler(Strict):
     # extra hosts started with the job beyond max_nodes: their agents wait, warm, and a failed
     # member's place goes to one of them at the next round (torchrun's --nnodes=MIN:MAX + spares)
     hot_spares: Annotated[int, Field(ge=0, le=MAX_NODES)] = 0
+    # what a spare is: a host, a whole NVLink segment (`segment` hosts), or a whole rack (a rack
+    # of the job's size, added beside its racks: cluster.topology.racks counts the job's only)
+    hot_spares_unit: Literal["hosts", "segments", "racks"] = "hosts"
     # when the job is dead (no agent left, or a job-level interruption that requeues), the
     # scheduler starts every host's agent again after this long; None: the job stays dead
     requeue_delay: NonNegativeFloat | None = None
@@ -278,7 +281,21 @@ class Scenario(Strict):
     @property
     def hosts(self) -> int:
         """Hosts simulated: the job's nodes and the scheduler's hot spares."""
-        return self.cluster.nodes + self.scheduler.hot_spares
+        return self.cluster.nodes + self.spare_hosts
+
+    @property
+    def spare_hosts(self) -> int:
+        """The hot spares in hosts: `hot_spares` hosts, segments or racks."""
+        unit = self.scheduler.hot_spares_unit
+        size = (self.scheduler.segment if unit == "segments" else
+                max(1, self.cluster.nodes // self.cluster.topology.racks) if unit == "racks" else 1)
+        return self.scheduler.hot_spares * size
+
+    @property
+    def racks(self) -> int:
+        """Racks simulated: the job's, and whole spare racks beside them."""
+        spare = self.scheduler.hot_spares if self.scheduler.hot_spares_unit == "racks" else 0
+        return self.cluster.topology.racks + spare
 
     @property
     def min_nodes(self) -> int:

@@ -77,7 +77,7 @@ class Job:
         hosts = [f"node{i:0{width}d}" for i in range(n)]
         topo = sc.cluster.topology
         if topo.kind == "racks":
-            graph = network.racks(hosts, topo.racks, topo.link_latency, topo.spine_latency, topo.spines)
+            graph = network.racks(hosts, sc.racks, topo.link_latency, topo.spine_latency, topo.spines)
         else:
             graph = network.flat(hosts, topo.link_latency)
         st = sc.store
