@@ -16,8 +16,9 @@ that does not exist, before anything runs.
 """
 from __future__ import annotations
 
+import ast
+import difflib
 import importlib.util
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,10 +122,51 @@ def missing(path: str) -> str | None:
     file = _source(module)
     if file is None:
         return f"there is no module {module!r}"
-    if re.search(rf"^(?:def|class) {attr}\b|^{attr}\s*(?::[^=]*)?=|^from \S+ import .*\b{attr}\b",
-                 file.read_text(), re.M) is None:
-        return f"module {module!r} defines no {attr!r} at top level"
+    try:
+        names = top_level_names(file.read_text())
+    except SyntaxError as e:
+        return f"module {module!r} does not parse: {e.msg} (line {e.lineno})"
+    if attr not in names:
+        near = difflib.get_close_matches(attr, sorted(names), n=1)
+        return (f"module {module!r} defines no {attr!r} at top level"
+                + (f" (did you mean {near[0]!r}?)" if near else ""))
     return None
+
+
+def top_level_names(source: str) -> set[str]:
+    """The names a module binds at top level, read from its syntax tree (not imported: a
+    part's module may import its protocol): definitions, assignments (tuples too), imports
+    (on as many lines as they take), and those under a top-level `if` or `try`."""
+    out: set[str] = set()
+
+    def bind(target) -> None:
+        if isinstance(target, ast.Name):
+            out.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                bind(t)
+        elif isinstance(target, ast.Starred):
+            bind(target.value)
+
+    def walk(body) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    bind(t)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.target is not None:
+                bind(node.target)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                out.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.If):
+                walk(node.body)
+                walk(node.orelse)
+            elif isinstance(node, ast.Try):
+                for part in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
+                    walk(part)
+    walk(ast.parse(source).body)
+    return out
 
 
 def _source(module: str) -> Path | None:
