@@ -59,6 +59,7 @@ class Capabilities:
                                             # (validate --torch-static)
     torchrun: str | None = None         # None: it runs as a torchrun rendezvous handler; else why not
     recovery: tuple[str, ...] = ("in_job",)    # the agent's recovery modes it supports (recovery.Mode)
+    lighthouse: bool = False            # a torchft Lighthouse forms its quorums (a lighthouse_crash hits it)
 
     def __post_init__(self):
         f = tuple(self.fidelities) if isinstance(self.fidelities, (tuple, list)) else None

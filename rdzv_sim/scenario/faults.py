@@ -330,7 +330,8 @@ class LighthouseCrash(_Span):
     aggregate: ClassVar[bool] = True
 
     def problems(self, sc, path):
-        if "quorum_retries" not in type(sc.protocol).model_fields:     # no Lighthouse to lose
+        from ..protocols.registry import get
+        if not get(sc.protocol.name).caps.lighthouse:                  # no Lighthouse to lose
             return [(path + ("kind",), "a lighthouse_crash needs a protocol with torchft's Lighthouse "
                      "(protocol.name: quorum)")]
         return []

@@ -182,7 +182,7 @@ class QuorumProtocol(Protocol):
 
 
 register_kit(Kit("quorum", QuorumProtocol, QuorumSettings, Capabilities(
-    fidelities=("per_operation", "aggregate"), deterministic=True,
+    fidelities=("per_operation", "aggregate"), deterministic=True, lighthouse=True,
     torchrun="its replica groups train under torchft's Manager (real_backend.torchft_run)"), parts={
     "round_model": "rdzv_sim.aggregate.quorum_rounds:QuorumRounds",
     "training": "rdzv_sim.training.quorum:evaluate_quorum",
