@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .protocols.registry import get, part
+from .protocols.registry import get
 
 LIMIT_S = 600.0                 # longer than this needs --long on the command line
 
@@ -41,7 +41,7 @@ class Cost:
 
 def cost_of(protocol: str, fidelity: str) -> Cost | None:
     """The protocol's kit's `cost/<fidelity>` part (a protocol without one is priced as hrw)."""
-    return part(protocol, f"cost/{fidelity}")
+    return get(protocol).part(f"cost/{fidelity}")
 
 
 # the built-in kits' costs: seconds of simulation per round of n nodes (reports/sim_speed.md,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol as Interface
 
-from ..protocols.registry import part
+from ..protocols.registry import get
 
 KIND = "round_model"
 
@@ -130,7 +130,7 @@ class RoundModel:
 def round_model_of(protocol: str) -> type[RoundModel]:
     """The protocol's kit's `round_model` part: `model(job)` makes its rounds at fidelity
     aggregate (its kit's `Capabilities` list "aggregate" in `fidelities`)."""
-    model = part(protocol, KIND)
+    model = get(protocol).part(KIND)
     if model is None:
         raise LookupError(f"protocol {protocol!r} declares fidelity aggregate but its kit names no "
                           "round_model part")

@@ -6,15 +6,15 @@ strategies, the real runtime and `validate` all know it. Built-in protocols are 
 like plugins: through the `rdzv_sim.protocols` entry-point group (a module to import, or a
 callable to call); `RDZV_SIM_PROTOCOLS=mod1,mod2` imports modules the same way uninstalled.
 
-A kit's optional parts (`kit.KINDS`) are kept here by (protocol, kind); the layer that owns a
-kind reads it with `part`, which imports a part named by path on first use.
+A kit's optional parts (`kit.KINDS`) stay with its spec (`ProtocolSpec.part`); the layer that
+owns a kind asks the protocol's spec for it, which imports a part named by path on first use.
 """
 from __future__ import annotations
 
 import importlib
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import create_model
@@ -38,6 +38,19 @@ class ProtocolSpec:
     settings: type[ProtocolSettings]
     module: str                 # imported by a fresh process (the real launcher's nodes)
     caps: Capabilities = Capabilities()
+    kit: Kit | None = None      # the kit it was registered from: its parts
+    _resolved: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def part(self, kind: str, default: Any = None) -> Any:
+        """The kit's part of `kind` (a part named by path imported on first use), or `default`."""
+        if kind in self._resolved:
+            return self._resolved[kind]
+        p = self.kit.parts.get(kind, default) if self.kit is not None else default
+        if isinstance(p, str) and kind in (self.kit.parts if self.kit is not None else {}):
+            p = resolve(p)
+        if self.kit is not None and kind in self.kit.parts:
+            self._resolved[kind] = p
+        return p
 
     @property
     def needs(self) -> frozenset:
@@ -49,7 +62,6 @@ class ProtocolSpec:
 
 
 _SPECS: dict[str, ProtocolSpec] = {}
-_PARTS: dict[tuple[str, str], Any] = {}
 _state = {"version": 0, "plugins": False}
 _LOADING = threading.RLock()      # one thread loads the plugins; the others wait for it
 
@@ -57,14 +69,6 @@ _LOADING = threading.RLock()      # one thread loads the plugins; the others wai
 def version() -> int:
     """Grows with every registration (the scenario model is rebuilt when it changes)."""
     return _state["version"]
-
-
-class _Named:
-    """A part named by path, imported when first asked for."""
-    __slots__ = ("path",)
-
-    def __init__(self, path: str):
-        self.path = path
 
 
 def register_kit(kit: Kit, *, replace: bool = False) -> ProtocolSpec:
@@ -104,15 +108,13 @@ def register_kit(kit: Kit, *, replace: bool = False) -> ProtocolSpec:
     if name in _SPECS and not replace and _SPECS[name].cls is not cls:
         raise ProtocolError(f"protocol {name!r} is registered already (by {_SPECS[name].module}); "
                             "pass replace=True to replace it")
-    field = settings.model_fields["name"]
-    if field.annotation != Literal[name]:
+    named = settings.model_fields["name"]
+    if named.annotation != Literal[name]:
         settings = create_model(settings.__name__, __base__=settings, __module__=settings.__module__,
                                 name=(Literal[name], name))
-    spec = ProtocolSpec(name, cls, settings, cls.__module__, kit.capabilities)
+    spec = ProtocolSpec(name, cls, settings, cls.__module__, kit.capabilities, kit)
     _forget(name)
     _SPECS[name] = spec
-    for kind, p in kit.parts.items():
-        _PARTS[(name, kind)] = _Named(p) if isinstance(p, str) else p
     _state["version"] += 1
     return spec
 
@@ -120,18 +122,8 @@ def register_kit(kit: Kit, *, replace: bool = False) -> ProtocolSpec:
 def _forget(name: str) -> None:
     """Unregister `name` and its parts (tests that register a scratch kit clean up with it)."""
     _SPECS.pop(name, None)
-    for key in [k for k in _PARTS if k[0] == name]:
-        del _PARTS[key]
     _state["version"] += 1
 
-
-def part(protocol: str, kind: str, default: Any = None) -> Any:
-    """Protocol `protocol`'s part of `kind`, or `default` (the owning layer's accessors read it)."""
-    _load_plugins()
-    p = _PARTS.get((protocol, kind), default)
-    if isinstance(p, _Named):
-        p = _PARTS[(protocol, kind)] = resolve(p.path)
-    return p
 
 
 def _load_plugins() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..protocols.registry import part
+from ..protocols.registry import get
 from .parts import KNOWN
 
 TORCH = "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (torch 2.13)"
@@ -123,7 +123,7 @@ C10D = (
 
 def known_of(protocol: str) -> list:
     """Each `Known` violation of the protocol that the real system shares (its kit's `known`)."""
-    known = list(part(protocol, KNOWN, ()))
+    known = list(get(protocol).part(KNOWN, ()))
     bad = [k for k in known if not isinstance(k, Known)]
     if bad:
         raise TypeError(f"protocol {protocol!r}: its known part holds {bad[0]!r}, not a rdzv_sim.testing.Known")

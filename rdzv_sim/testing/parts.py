@@ -4,7 +4,7 @@ protocol from any package is property-tested with its own promises and no edit i
 """
 from __future__ import annotations
 
-from ..protocols.registry import part
+from ..protocols.registry import get
 
 INVARIANTS, KNOWN, STRATEGY = "invariants", "known", "settings_strategy"
 
@@ -12,7 +12,7 @@ INVARIANTS, KNOWN, STRATEGY = "invariants", "known", "settings_strategy"
 def invariants_of(protocol: str) -> list:
     """Each `check(tables, scenario) -> list[Violation]` the protocol promises beyond the
     common ones."""
-    checks = list(part(protocol, INVARIANTS, ()))
+    checks = list(get(protocol).part(INVARIANTS, ()))
     bad = [c for c in checks if not callable(c)]
     if bad:
         raise TypeError(f"protocol {protocol!r}: its invariants part holds {bad[0]!r}, not a "
@@ -21,4 +21,4 @@ def invariants_of(protocol: str) -> list:
 
 
 def settings_strategy_of(protocol: str):
-    return part(protocol, STRATEGY)
+    return get(protocol).part(STRATEGY)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..protocols.registry import part
+from ..protocols.registry import get
 
 KIND = "training"
 
@@ -12,4 +12,4 @@ KIND = "training"
 def training_model_of(protocol: str) -> Callable | None:
     """`model(events, rounds, scenario, spans) -> TrainingResult`, which reads the runs of
     `protocol` instead of the stop-the-world model (`evaluate`), or None."""
-    return part(protocol, KIND)
+    return get(protocol).part(KIND)

@@ -5,7 +5,7 @@ from typing import ClassVar
 import pytest
 
 from rdzv_sim.protocols import Kit, Protocol, ProtocolError, ProtocolSettings, register_kit
-from rdzv_sim.protocols.registry import _forget, part
+from rdzv_sim.protocols.registry import _forget, get
 
 
 class _Settings(ProtocolSettings):
@@ -62,13 +62,13 @@ def test_a_part_is_imported_when_first_asked_for():
     sys.modules.pop("userproto.probe_parts", None)
     register_kit(Kit("registry-probe", _Proto, _Settings, parts={"invariants": path}), replace=True)
     assert "userproto.probe_parts" not in sys.modules
-    assert [c.__name__ for c in part("registry-probe", "invariants")] == ["never_wrong"]
+    assert [c.__name__ for c in get("registry-probe").part("invariants")] == ["never_wrong"]
 
 
 def test_a_kit_registered_again_keeps_only_its_new_parts():
     register_kit(Kit("registry-probe", _Proto, _Settings, parts={"known": ["x"]}), replace=True)
     register_kit(Kit("registry-probe", _Proto, _Settings), replace=True)
-    assert part("registry-probe", "known") is None
+    assert get("registry-probe").part("known") is None
 
 
 def test_a_kit_is_a_frozen_value():
