@@ -44,12 +44,14 @@ from rdzv_sim.protocols.agent import AgentSettings, Exit, Memory, rendezvous_wit
 from rdzv_sim.protocols.base import NodeInfo
 from rdzv_sim.reasons import STORE_LOSS, ExitReason, Reason
 
+from torch.distributed.elastic.utils.logging import get_logger
+
 from . import identity
 from .ports import free_port
 from .runtime import RealRuntime
 from .torchrun_conf import parse
 
-log = logging.getLogger(__name__)        # torchrun's LOGLEVEL applies, as to torch's own handler
+log = get_logger(__name__)               # torch's elastic logger: torchrun's LOGLEVEL applies, as to its handler
 DEFAULT_PORT = 29400
 ETCD_PORT = 2379
 
@@ -74,6 +76,14 @@ def _is_local(host: str) -> bool:
         return socket.gethostbyname(host) in socket.gethostbyname_ex(socket.gethostname())[2]
     except OSError:
         return False
+
+
+def members_text(members, shown: int = 8) -> str:
+    """A round's members for its log line: the first `shown`, and how many more."""
+    if not members:
+        return "in the log of the node that closed the round"
+    more = len(members) - shown
+    return ", ".join(map(str, members[:shown])) + (f" and {more:,} more" if more > 0 else "")
 
 
 class ProtocolRendezvousHandler(RendezvousHandler):
@@ -106,6 +116,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
         # rank_order=topology sorts by this key: given, else Slurm's task id, else the name
         self.topo = str(hs.topology or os.environ.get("SLURM_PROCID") or "")[:256]
         self._trace = hs.trace_file or os.environ.get("RDZV_SIM_TRACE")
+        self._members: dict[int, list] = {}     # round -> its members, where this node closed it
         self._trace_lock = threading.Lock()
         self._t0 = time.monotonic()
         self._server = None if self.etcd else self._host_store(hs.is_host)
@@ -137,6 +148,8 @@ class ProtocolRendezvousHandler(RendezvousHandler):
             return None
 
     def _emit(self, t, op) -> None:
+        if op.event == Event.ROUND_CLOSED and isinstance(op.detail, dict) and op.round is not None:
+            self._members = {op.round: list(op.detail.get("members") or [])}    # the latest round's only
         if not self._trace:
             return
         line = json.dumps({"t": t, "wall": time.time(), "node": self.name, "event": op.event,
@@ -223,9 +236,9 @@ class ProtocolRendezvousHandler(RendezvousHandler):
         self._last, self._waiting = result, 0
         self._memory.assigned(result, (self.rt.host, self.rt.port))
         log.info("The node '%s' has joined round %d of the %s rendezvous '%s' as rank %d in a "
-                 "world of size %d (%d workers; rank 0 at %s:%d).", self.name, result.round,
+                 "world of size %d (%d workers; rank 0 at %s:%d; members: %s).", self.name, result.round,
                  self.proto, self.run_id, result.rank, result.nnodes, result.world_size, result.master,
-                 result.master_port)
+                 result.master_port, members_text(self._members.get(result.round)))
         self._start_watch(result, node)
         store = dist.PrefixStore(f"rdzv/{self.run_id}/r{result.round}/agent/", self._agent_store())
         return RendezvousInfo(store, result.rank, result.nnodes,

@@ -30,6 +30,16 @@ def _summary_rows(summary) -> list[tuple[str, str, str]]:
     return [(k, _fmt(row[k]), unit(k)) for k in summary.columns if k not in ("schema_version",)]
 
 
+def described(scenario: dict) -> str:
+    """The scenario's description, marked where --set overrides came after it."""
+    desc = " ".join(str(scenario.get("description", "")).split())
+    over = scenario.get("overridden") or []
+    if desc and over:
+        desc += (f" [Overridden since it was written: {', '.join(over)}. Where the description says "
+                 "otherwise, the overrides ran.]")
+    return desc
+
+
 def build(tables: dict, scenario: dict, out: str | Path) -> dict[str, Path]:
     """Write report.html, report.md and figures/*.png into `out`; return their paths."""
     out = Path(out)
@@ -41,7 +51,7 @@ def build(tables: dict, scenario: dict, out: str | Path) -> dict[str, Path]:
     for name, png in figs.items():
         (figs_dir / f"{name}.png").write_bytes(png)
     title = f"{scenario.get('name', 'run')}: rdzv-sim report"
-    desc = " ".join(str(scenario.get("description", "")).split())
+    desc = described(scenario)
     rows = _summary_rows(tables["summary"])
     first = opening(tables, scenario)
     scen_yaml = yaml.safe_dump(scenario, sort_keys=False)

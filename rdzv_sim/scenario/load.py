@@ -153,6 +153,9 @@ def load(source, overrides: list[str] | tuple = (), seed: int | None = None, *,
         switched |= k.strip() == "protocol.name"
     if switched:
         _fit_protocol(data)
+    if overrides:                                # the description predates them: say so
+        before = data.get("overridden") if isinstance(data.get("overridden"), list) else []
+        data["overridden"] = list(dict.fromkeys([*before, *(o.strip() for o in overrides)]))
     if seed is not None:
         data["seed"] = seed
     try:

@@ -255,6 +255,8 @@ class Scenario(Strict):
     name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]  # names the outputs (runs/<name>) and the tables
     # what the scenario shows, for `rdzv-sim list`
     description: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+    # the --set overrides applied since it was written (its description may not say them)
+    overridden: Annotated[list[Annotated[str, Field(max_length=1000)]], Field(max_length=1000)] = []
     seed: Annotated[int, Field(ge=0)] = 0        # every random draw flows from it
     duration: Annotated[float, Field(gt=0, le=MAX_DURATION)]   # simulated seconds (at most ten years)
     cluster: Cluster                             # the hosts, their GPUs, topology and CPU

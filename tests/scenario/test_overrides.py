@@ -23,3 +23,16 @@ def test_a_bad_value_of_the_file_still_names_its_line(tmp_path):
     with pytest.raises(ScenarioError) as e:
         load(str(p), ["agent.max_restarts=2"])
     assert e.value.messages[0].startswith(f"{p}:4: agent.recovery"), e.value.messages
+
+
+def test_the_overrides_are_kept_and_the_description_is_marked_with_them():
+    from rdzv_sim.report.document import described
+    sc = load("byterobust-9600", ["agent.recovery=in_process"])
+    assert sc.overridden == ["agent.recovery=in_process"]
+    d = described(sc.model_dump(mode="json"))
+    assert d.endswith("[Overridden since it was written: agent.recovery=in_process. Where the description "
+                      "says otherwise, the overrides ran.]")
+    again = load(sc, ["agent.recovery=shrink"])                     # a second override adds to the first
+    assert again.overridden == ["agent.recovery=in_process", "agent.recovery=shrink"]
+    plain = load("byterobust-9600")                                  # near miss: none, none said
+    assert plain.overridden == [] and "Overridden" not in described(plain.model_dump(mode="json"))

@@ -102,7 +102,16 @@ def test_each_rendezvous_logs_what_it_did_at_info(store, caplog):
     assert lines[0] == "The node 'logger' attempts to join the next round of the hrw rendezvous 'logs'."
     assert lines[1].startswith("The node 'logger' has joined round 0 of the hrw rendezvous 'logs' "
                                "as rank 0 in a world of size 1")
+    assert lines[1].endswith("members: logger).")           # it closed the round: it names them
     h.shutdown()
+
+
+def test_a_rounds_members_are_logged_the_first_few_and_how_many_more():
+    from real_backend.torchrun_plugin import members_text
+    assert members_text(["a", "b"]) == "a, b"
+    assert members_text([f"n{i}" for i in range(10)], shown=8).endswith("n7 and 2 more")
+    assert members_text([f"n{i}" for i in range(8)], shown=8) == ", ".join(f"n{i}" for i in range(8))   # near miss
+    assert members_text(None) == "in the log of the node that closed the round"
 
 
 def test_run_ids_stay_apart_and_closing(store):
