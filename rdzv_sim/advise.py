@@ -134,13 +134,7 @@ class Advice:
     young_daly: tuple | None = None      # Young's and Daly's checkpoint intervals, where they apply
 
 
-def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
-           objective: str = "goodput", workers: int | None = None, dask_address: str | None = None,
-           progress=None) -> Advice:
-    """Search `knobs` for the best `objective` over `trials` candidates, each on `seeds` paired
-    seeds; `progress(text)` between batches."""
-    import optuna
-    from .scenario.load import load
+def _check(knobs: list[Knob], trials: int, seeds: int, objective: str) -> None:
     if objective not in OBJECTIVES:
         raise ValueError(f"--objective {objective!r}: one of {', '.join(OBJECTIVES)}")
     if trials < 2 or seeds < 2:
@@ -150,101 +144,147 @@ def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
     if trials < choices:
         raise ValueError(f"--trials {trials}: the choices alone are {choices} candidates (each "
                          f"is tried once before the search narrows); give --trials {choices} or more")
+
+
+def advise(scenario, knobs: list[Knob], trials: int = 20, seeds: int = 3,
+           objective: str = "goodput", workers: int | None = None, dask_address: str | None = None,
+           progress=None) -> Advice:
+    """Search `knobs` for the best `objective` over `trials` candidates, each on `seeds` paired
+    seeds; `progress(text)` between batches."""
+    from .scenario.load import load
+    _check(knobs, trials, seeds, objective)
     sc = load(scenario)
-    data = sc.model_dump(mode="json")
     for k in knobs:                           # a bad key or value: refused before anything runs
         for v in k.values_to_check():
             load(sc, [f"{k.key}={int(v) if k.integer else v}"])
-    seed_list = [sc.seed + i for i in range(seeds)]
-    batch = max(1, workers or os.cpu_count() or 1)
-    if progress:
-        from .estimate import estimate
-        n = (trials + 1 + len(knobs)) * seeds         # the candidates, the current settings, each alone
-        width = 1 if dask_address else batch
-        progress(f"advise {sc.name}: {trials} candidates x {seeds} seeds = {trials * seeds} runs "
-                 f"(+ {seeds} of the current settings, + up to {len(knobs) * seeds} of each setting "
-                 f"alone); about {n * estimate(sc).seconds / width / 60:,.0f} minutes at the "
-                 f"current settings' cost on {'the Dask cluster (one worker counted)' if dask_address else f'{width} workers'}")
-    baseline = {k.key: current_value(data, k.key) for k in knobs}
-
-    def runs(params_list: list[dict]) -> tuple[list[list[float]], list[list[float]], list[dict]]:
-        """Each candidate's objective and goodput on every seed, and the runs' summary rows."""
-        specs = [{"overrides": [f"{k}={v}" for k, v in p.items()], "params": dict(p), "seed": s}
-                 for p in params_list for s in seed_list]
-        rows = run_specs(data, specs, workers, dask_address)
-        chunks = [rows[i * seeds:(i + 1) * seeds] for i in range(len(params_list))]
-        goodput = [[float(r.get("goodput", math.nan)) for r in c] for c in chunks]
-        return [[objective_of(r, objective, sc) for r in c] for c in chunks], goodput, rows
-
-    (base_vals,), (base_good,), base_rows = runs([baseline])
+    s = _Search(sc, knobs, seeds, objective, workers, dask_address, progress)
+    s.announce(trials)
+    baseline = {k.key: current_value(s.data, k.key) for k in knobs}
+    (base_vals,), (base_good,), base_rows = s.runs([baseline])
     if not np.isfinite(base_vals).any():
         raise ValueError(f"{sc.name}: its runs give no {objective} (goodput needs a training "
                          "section: training.checkpoint_interval, ...)")
-    if progress:
-        wall = sorted(float(r.get("wall_s", 0.0)) for r in base_rows)
-        per_run = wall[len(wall) // 2] if wall else 0.0       # measured: the current settings' runs
-        left = (trials + len(knobs)) * seeds * per_run / (1 if dask_address else batch)
-        progress(f"current settings: {objective} {np.mean(base_vals):.4f}; measured {per_run:,.1f} s "
-                 f"a run: about {_minutes(left)} more")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=sc.seed))
-    inside = {k.key: baseline[k.key] for k in knobs
-              if (k.choices and str(baseline[k.key]) in k.choices)
-              or (not k.choices and baseline[k.key] is not None and k.low <= float(baseline[k.key]) <= k.high)}
-    queued = []
-    if len(inside) == len(knobs):            # the current settings are a candidate too
-        queued.append({k.key: str(inside[k.key]) if k.choices else inside[k.key] for k in knobs})
-    queued += [p for p in first_candidates(knobs, baseline) if p not in queued]   # every choice, before TPE narrows
-    for p in queued:
-        study.enqueue_trial(p)
-    rows_out = []
-    done = 0
-    while done < trials:
-        asked = [study.ask() for _ in range(min(batch, trials - done))]
-        params = []
-        for tr in asked:
-            p = {}
-            for k in knobs:
-                if k.choices:
-                    p[k.key] = tr.suggest_categorical(k.key, list(k.choices))
-                elif k.integer:
-                    p[k.key] = tr.suggest_int(k.key, int(k.low), int(k.high), log=k.log)
-                else:
-                    p[k.key] = tr.suggest_float(k.key, k.low, k.high, log=k.log)
-            params.append(p)
-        fresh = [p for p in params if p != baseline]
-        got = runs(fresh)[:2] if fresh else ([], [])
-        fresh_vals, fresh_good = iter(got[0]), iter(got[1])
-        for tr, p in zip(asked, params):
-            v, g = (base_vals, base_good) if p == baseline else (next(fresh_vals), next(fresh_good))
-            mean = float(np.mean(v))
-            study.tell(tr, mean if math.isfinite(mean) else float("-inf"))
-            rows_out.append({**p, "mean": mean, "sd": float(np.std(v, ddof=1)),
-                             "goodput": float(np.mean(g)),
-                             **{f"seed_{s}": x for s, x in zip(seed_list, v)}})
-        done += len(asked)
-        if progress:
-            progress(f"{done}/{trials} candidates; best so far {max(r['mean'] for r in rows_out):.4f}")
-    table = pd.DataFrame(rows_out).sort_values("mean", ascending=False, kind="stable").reset_index(drop=True)
-    per_seed = [f"seed_{s}" for s in seed_list]
+    s.measured(base_rows, base_vals, trials)
+    table = s.search(trials, baseline, base_vals, base_good)
+    per_seed = [f"seed_{x}" for x in s.seed_list]
     best = {k.key: table.iloc[0][k.key] for k in knobs}
     best = {k: (v.item() if hasattr(v, "item") else v) for k, v in best.items()}
     lines = _answer(table, knobs, best, baseline, np.array(base_vals), per_seed, objective)
-    alone = [{**baseline, k.key: best[k.key]} for k in knobs if best[k.key] != baseline[k.key]]
-    if len(knobs) > 1 and alone:             # with one knob, 'alone' is the line above
-        vals, _, _ = runs(alone)
-        for p, v in zip(alone, vals):
-            key = next(k for k in p if p[k] != baseline[k])
-            m, lo, hi = _t_interval(np.array(v) - np.array(base_vals))
-            lines.append(f"{key} = {show_value(best[key])} alone (the rest as they are): "
-                         f"{m:+.4f} ({lo:+.4f} to {hi:+.4f}).")
+    lines += s.alone(best, baseline, base_vals)
     lines.append(_theory(knobs, best, sc, base_rows))
     mode = best.get("agent.recovery", sc.agent.recovery)
     if mode != "in_job" and mode in CAVEATS:  # what the recommended recovery's model leaves out
         lines.append("Caveat: " + CAVEATS[mode])
     rec = load(sc, [f"{k}={v}" for k, v in best.items()]).model_dump(mode="json")
     got = theory_lines(sc, base_rows)
-    return Advice(table, best, baseline, lines, rec, data, None if isinstance(got, str) else got)
+    return Advice(table, best, baseline, lines, rec, s.data, None if isinstance(got, str) else got)
+
+
+class _Search:
+    """One search's runs: every candidate on the same seeds, in batches as wide as the workers."""
+
+    def __init__(self, sc, knobs, seeds, objective, workers, dask_address, progress):
+        self.sc, self.knobs, self.objective = sc, knobs, objective
+        self.data = sc.model_dump(mode="json")
+        self.seed_list = [sc.seed + i for i in range(seeds)]
+        self.workers, self.dask, self.progress = workers, dask_address, progress
+        self.batch = max(1, workers or os.cpu_count() or 1)
+
+    def announce(self, trials: int) -> None:
+        if not self.progress:
+            return
+        from .estimate import estimate
+        sc, seeds, knobs = self.sc, len(self.seed_list), self.knobs
+        n = (trials + 1 + len(knobs)) * seeds         # the candidates, the current settings, each alone
+        width = 1 if self.dask else self.batch
+        self.progress(f"advise {sc.name}: {trials} candidates x {seeds} seeds = {trials * seeds} runs "
+                      f"(+ {seeds} of the current settings, + up to {len(knobs) * seeds} of each setting "
+                      f"alone); about {n * estimate(sc).seconds / width / 60:,.0f} minutes at the "
+                      f"current settings' cost on "
+                      f"{'the Dask cluster (one worker counted)' if self.dask else f'{width} workers'}")
+
+    def measured(self, base_rows, base_vals, trials: int) -> None:
+        """The time left, from the current settings' runs as measured."""
+        if not self.progress:
+            return
+        wall = sorted(float(r.get("wall_s", 0.0)) for r in base_rows)
+        per_run = wall[len(wall) // 2] if wall else 0.0
+        left = (trials + len(self.knobs)) * len(self.seed_list) * per_run / (1 if self.dask else self.batch)
+        self.progress(f"current settings: {self.objective} {np.mean(base_vals):.4f}; measured "
+                      f"{per_run:,.1f} s a run: about {_minutes(left)} more")
+
+    def runs(self, params_list: list[dict]) -> tuple[list[list[float]], list[list[float]], list[dict]]:
+        """Each candidate's objective and goodput on every seed, and the runs' summary rows."""
+        seeds = len(self.seed_list)
+        specs = [{"overrides": [f"{k}={v}" for k, v in p.items()], "params": dict(p), "seed": s}
+                 for p in params_list for s in self.seed_list]
+        rows = run_specs(self.data, specs, self.workers, self.dask)
+        chunks = [rows[i * seeds:(i + 1) * seeds] for i in range(len(params_list))]
+        goodput = [[float(r.get("goodput", math.nan)) for r in c] for c in chunks]
+        return [[objective_of(r, self.objective, self.sc) for r in c] for c in chunks], goodput, rows
+
+    def _queue(self, study, baseline: dict) -> None:
+        """The current settings (where they are in the space), then every choice, before TPE."""
+        knobs = self.knobs
+        inside = {k.key: baseline[k.key] for k in knobs
+                  if (k.choices and str(baseline[k.key]) in k.choices)
+                  or (not k.choices and baseline[k.key] is not None and k.low <= float(baseline[k.key]) <= k.high)}
+        queued = []
+        if len(inside) == len(knobs):
+            queued.append({k.key: str(inside[k.key]) if k.choices else inside[k.key] for k in knobs})
+        queued += [p for p in first_candidates(knobs, baseline) if p not in queued]
+        for p in queued:
+            study.enqueue_trial(p)
+
+    def _suggest(self, tr) -> dict:
+        p = {}
+        for k in self.knobs:
+            if k.choices:
+                p[k.key] = tr.suggest_categorical(k.key, list(k.choices))
+            elif k.integer:
+                p[k.key] = tr.suggest_int(k.key, int(k.low), int(k.high), log=k.log)
+            else:
+                p[k.key] = tr.suggest_float(k.key, k.low, k.high, log=k.log)
+        return p
+
+    def search(self, trials: int, baseline: dict, base_vals, base_good) -> pd.DataFrame:
+        """TPE over the knobs, a batch at a time: a row per candidate, best first."""
+        import optuna
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=self.sc.seed))
+        self._queue(study, baseline)
+        rows_out, done = [], 0
+        while done < trials:
+            asked = [study.ask() for _ in range(min(self.batch, trials - done))]
+            params = [self._suggest(tr) for tr in asked]
+            fresh = [p for p in params if p != baseline]
+            got = self.runs(fresh)[:2] if fresh else ([], [])
+            fresh_vals, fresh_good = iter(got[0]), iter(got[1])
+            for tr, p in zip(asked, params):
+                v, g = (base_vals, base_good) if p == baseline else (next(fresh_vals), next(fresh_good))
+                mean = float(np.mean(v))
+                study.tell(tr, mean if math.isfinite(mean) else float("-inf"))
+                rows_out.append({**p, "mean": mean, "sd": float(np.std(v, ddof=1)),
+                                 "goodput": float(np.mean(g)),
+                                 **{f"seed_{s}": x for s, x in zip(self.seed_list, v)}})
+            done += len(asked)
+            if self.progress:
+                self.progress(f"{done}/{trials} candidates; best so far {max(r['mean'] for r in rows_out):.4f}")
+        return pd.DataFrame(rows_out).sort_values("mean", ascending=False, kind="stable").reset_index(drop=True)
+
+    def alone(self, best: dict, baseline: dict, base_vals) -> list[str]:
+        """What each setting of the best is worth alone, the rest as they are (one knob: none)."""
+        alone = [{**baseline, k.key: best[k.key]} for k in self.knobs if best[k.key] != baseline[k.key]]
+        if len(self.knobs) <= 1 or not alone:
+            return []
+        vals, _, _ = self.runs(alone)
+        lines = []
+        for p, v in zip(alone, vals):
+            key = next(k for k in p if p[k] != baseline[k])
+            m, lo, hi = _t_interval(np.array(v) - np.array(base_vals))
+            lines.append(f"{key} = {show_value(best[key])} alone (the rest as they are): "
+                         f"{m:+.4f} ({lo:+.4f} to {hi:+.4f}).")
+        return lines
 
 
 def show_value(v) -> str:
