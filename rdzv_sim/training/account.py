@@ -101,23 +101,33 @@ def _peer_ok(members: tuple, crashed: tuple) -> bool:
     return n > 1 and not any((i + 1) % n in lost for i in lost)
 
 
+SPAN_COLUMNS = ["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate", "end", "reason", "load_s",
+                "stall_s", "progress_s", "saved_s", "lost_s", "restart_from"]
+
+
+def _rounds_of(events: pd.DataFrame, kinds) -> set:
+    return set(events.loc[events["event"].isin(kinds), "round"].dropna().astype(int).tolist())
+
+
 def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame | None = None) -> TrainingResult:
     """The training model over a run's tables; `spans`: its `round_spans`, if made already."""
-    tr, duration = sc.training, sc.duration
     if spans is None:
-        spans = round_spans(events, duration)
+        spans = round_spans(events, sc.duration)
+    # rounds a recovery in place made whose survivors train on from memory (a shrink's): nothing
+    # reloaded or lost; and every round one made: its survivors met at no store (no rendezvous)
+    shrunk = _rounds_of(events, [str(EVENT[m]) for m, keeps in KEEPS_STATE.items() if keeps])
+    made = _rounds_of(events, IN_PLACE_EVENTS)
+    table = _span_table(events, spans, sc, shrunk)
+    inter = _interruptions(events, rounds, table, sc.duration, made)
+    return TrainingResult(table, inter, _summary(table, inter, sc.duration), sc.duration)
+
+
+def _span_table(events: pd.DataFrame, spans: pd.DataFrame, sc, shrunk: set) -> pd.DataFrame:
+    """A row per span of training: its work, what survived, at what size and pace."""
+    tr, duration = sc.training, sc.duration
     full = hosts_used(sc.max_nodes, tr)
     requeues = events.loc[events["event"] == Event.JOB_REQUEUED, "t"].to_numpy()
-    done = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
-    # a round's members leave after its training stopped (t1 is their first stop)
-    first_left = events.loc[events["event"] == Event.ROUND_LEFT].groupby("round")["t"].min().to_dict()
     slow = straggles(events)
-    # rounds a recovery in place made whose survivors train on from memory (a shrink's): nothing
-    # reloaded or lost
-    kept = [str(EVENT[m]) for m, keeps in KEEPS_STATE.items() if keeps]
-    shrunk = set(events.loc[events["event"].isin(kept), "round"].dropna().astype(int).tolist())
-    # every round a recovery in place made: its survivors met at no store (no rendezvous)
-    made = set(events.loc[events["event"].isin(IN_PLACE_EVENTS), "round"].dropna().astype(int).tolist())
     rows, from_peer = [], False
     for i, s in enumerate(spans.itertuples(index=False)):
         final = s.end == "run_end"
@@ -137,11 +147,17 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
                      "start" if i == 0 else "memory" if s.round in shrunk
                      else ("peer" if from_peer else "checkpoint")})
         from_peer = peer_ok and not final
-    table = pd.DataFrame(rows, columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate",
-                                        "end", "reason", "load_s", "stall_s", "progress_s",
-                                        "saved_s", "lost_s", "restart_from"])
-    interruptions = []
+    return pd.DataFrame(rows, columns=SPAN_COLUMNS)
+
+
+def _interruptions(events: pd.DataFrame, rounds: pd.DataFrame, table: pd.DataFrame, duration: float,
+                   made: set) -> pd.DataFrame:
+    """A row per time training stopped before the end: where each of its seconds went."""
+    done = dict(zip(rounds["round"], rounds["end"])) if len(rounds) else {}
+    # a round's members leave after its training stopped (t1 is their first stop)
+    first_left = events.loc[events["event"] == Event.ROUND_LEFT].groupby("round")["t"].min().to_dict()
     job_cause = job_causes(events)
+    out = []
     for i, s in enumerate(table.itertuples(index=False)):
         if s.end == "run_end":
             continue
@@ -153,7 +169,7 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
         ranked = float(done.get(int(nxt["round"]), resume)) if nxt is not None else resume
         meeting = min(gap - detection, max(0.0, ranked - s.t1 - detection))
         in_place = nxt is not None and int(nxt["round"]) in made
-        interruptions.append({
+        out.append({
             "t": s.t1, "round": s.round, "cause": job_cause(s.t0, s.t1, s.reason) or s.reason or s.end,
             "end": s.end,
             "hosts_before": s.hosts_used, "hosts_after": int(nxt["hosts_used"]) if nxt is not None else 0,
@@ -165,7 +181,11 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
             "running_smaller_s": (float(nxt["saved_s"]) * (1 - float(nxt["throughput"]))
                                   if nxt is not None else 0.0),
             "restart_from": str(nxt["restart_from"]) if nxt is not None else ""})
-    inter = pd.DataFrame(interruptions, columns=INTERRUPTION_COLUMNS)
+    return pd.DataFrame(out, columns=INTERRUPTION_COLUMNS)
+
+
+def _summary(table: pd.DataFrame, inter: pd.DataFrame, duration: float) -> dict:
+    """ETTR, goodput, interruptions and MTTI/MTTR, and every lost second by part."""
     saved = float(table["saved_s"].sum())
     at_size = float((table["saved_s"] * table["throughput"]).sum())
     useful = float((table["saved_s"] * table["throughput"] * table["rate"]).sum())
@@ -189,4 +209,4 @@ def evaluate(events: pd.DataFrame, rounds: pd.DataFrame, sc, spans: pd.DataFrame
                                 + failures["worker_start_s"] + failures["checkpoint_load_s"]).mean())
                if len(failures) else float("nan")}
     summary.update({f"lost_{k}_s": v for k, v in lost.items()})
-    return TrainingResult(table, inter, summary, duration)
+    return summary
