@@ -135,10 +135,32 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
     tr = sc.training or Training(checkpoint_cost=0.0)     # no training section: no checkpoints
     size, full = p.group_size, sc.cluster.nodes
     lh, life = replay(events, rounds, sc, spans)
-    work = p.sync_every * p.step_time
-    qf = work / lh.costs.step                       # the window's share of a quorum's cycle
     lost = dict.fromkeys(QUORUM_LOST, 0.0)
-    good = saved_total = 0.0
+    by_span = _between_training(lh, size, full, lost)
+    good, saved_total, share_t, share_g = _training(lh, life, by_span, tr, size, full,
+                                                    p.sync_every * p.step_time / lh.costs.step, lost)
+    quorums = quorums_table(lh, size)
+    failures = _interruptions(lh, life, size)
+    summary = {"ettr": saved_total / d, "goodput": good / d, "interruptions": int(len(failures)),
+               "absorbed": int(failures["absorbed"].sum()) if len(failures) else 0,
+               "full_restarts": int((~failures["absorbed"]).sum()) if len(failures) else 0,
+               "quorums": int(len(quorums)),
+               "mtti_s": d / len(failures) if len(failures) else float("nan"),
+               "mttr_s": float((failures["detection_s"] + failures["rendezvous_s"]
+                                + failures["checkpoint_load_s"]).mean()) if len(failures) else float("nan")}
+    summary.update({f"lost_{k}_s": v for k, v in lost.items()})
+    summary.update(_steps(lh, d))
+    table = pd.DataFrame([{"round": rnd, "t0": u, "t1": min(dn, d), "hosts": size, "hosts_used": size,
+                           "throughput": share_g[rnd] / share_t[rnd] if share_t.get(rnd) else 0.0,
+                           "rate": 1.0, "saved_s": share_t.get(rnd, 0.0)}
+                          for _, _, u, dn, _, rnd, _ in life],
+                         columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate", "saved_s"])
+    return TrainingResult(table, failures, summary, d, quorums)
+
+
+def _between_training(lh, size: int, full: int, lost: dict) -> dict[int, list]:
+    """Adds to `lost` every second of the segments that do not train (before the first, refused
+    steps, failures, heals, reconfigures, loads, outages); returns the training segments by span."""
     started = False
     by_span: dict[int, list] = {}
     for s in lh.segments:
@@ -166,7 +188,14 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
                 "load": "checkpoint_load", "idle": "detection", "outage": "quorum"}[s.kind]
         lost[term] += e * dt
         lost["running_smaller"] += (1 - e) * dt
-    # each group round's share of the job's ettr and goodput (the groups of a segment split it)
+    return by_span
+
+
+def _training(lh, life, by_span: dict, tr, size: int, full: int, qf: float, lost: dict):
+    """The training segments: the useful work kept (goodput's numerator), the time saved (ETTR's),
+    and each group round's share of both (the groups of a segment split it); adds the rest to
+    `lost`. `qf`: the window's share of a quorum's cycle."""
+    good = saved_total = 0.0
     share_t: dict[int, float] = {}
     share_g: dict[int, float] = {}
     by_group: dict[int, list] = {}              # group -> its lives (up, down, round), in order
@@ -194,32 +223,21 @@ def evaluate_quorum(events, rounds, sc, spans) -> TrainingResult:
                 if rnd is not None:
                     share_t[rnd] = share_t.get(rnd, 0.0) + keep * dt / len(working)
                     share_g[rnd] = share_g.get(rnd, 0.0) + keep * useful / len(working)
-    quorums = quorums_table(lh, size)
-    failures = _interruptions(lh, life, size)
-    summary = {"ettr": saved_total / d, "goodput": good / d, "interruptions": int(len(failures)),
-               "absorbed": int(failures["absorbed"].sum()) if len(failures) else 0,
-               "full_restarts": int((~failures["absorbed"]).sum()) if len(failures) else 0,
-               "quorums": int(len(quorums)),
-               "mtti_s": d / len(failures) if len(failures) else float("nan"),
-               "mttr_s": float((failures["detection_s"] + failures["rendezvous_s"]
-                                + failures["checkpoint_load_s"]).mean()) if len(failures) else float("nan")}
-    summary.update({f"lost_{k}_s": v for k, v in lost.items()})
+    return good, saved_total, share_t, share_g
+
+
+def _steps(lh, d: float) -> dict:
+    """The steps attempted, committed and failed, and the wall each cost."""
     st = lh.steps
     first = lh.quorums[0].t if lh.quorums else d
-    summary.update({"steps_attempted": st.attempted, "steps_committed": st.committed,
-                    "steps_failed": st.failed,
-                    "step_efficiency": st.committed / st.attempted if st.attempted else float("nan"),
-                    "groups_per_step": st.group_steps / st.committed if st.committed else float("nan"),
-                    # torchft's average step time is per attempted step (a failed one took its
-                    # time too); the wall a committed step cost is the other figure
-                    "wall_per_attempted_step_s": (d - first) / st.attempted if st.attempted else float("nan"),
-                    "wall_per_committed_step_s": (d - first) / st.committed if st.committed else float("nan")})
-    table = pd.DataFrame([{"round": rnd, "t0": u, "t1": min(dn, d), "hosts": size, "hosts_used": size,
-                           "throughput": share_g[rnd] / share_t[rnd] if share_t.get(rnd) else 0.0,
-                           "rate": 1.0, "saved_s": share_t.get(rnd, 0.0)}
-                          for _, _, u, dn, _, rnd, _ in life],
-                         columns=["round", "t0", "t1", "hosts", "hosts_used", "throughput", "rate", "saved_s"])
-    return TrainingResult(table, failures, summary, d, quorums)
+    return {"steps_attempted": st.attempted, "steps_committed": st.committed,
+            "steps_failed": st.failed,
+            "step_efficiency": st.committed / st.attempted if st.attempted else float("nan"),
+            "groups_per_step": st.group_steps / st.committed if st.committed else float("nan"),
+            # torchft's average step time is per attempted step (a failed one took its time
+            # too); the wall a committed step cost is the other figure
+            "wall_per_attempted_step_s": (d - first) / st.attempted if st.attempted else float("nan"),
+            "wall_per_committed_step_s": (d - first) / st.committed if st.committed else float("nan")}
 
 
 class Split(NamedTuple):
