@@ -265,99 +265,130 @@ def run_torchft(cfg: TorchftRun) -> tuple[list[dict], list[dict]]:
     the last steps of those still going may have a quorum without the ones already gone. Those
     steps, ended after the stop, are the run's wind-down, not its faults': they stay in
     steps.json and are left out of the list returned."""
-    work = Path(cfg.workdir or Path.cwd() / "runs" / "torchft")
-    work.mkdir(parents=True, exist_ok=True)
-    lighthouse = Lighthouse(cfg, work / "lighthouse.err")
-    lighthouse.start()
-    start = time.monotonic()
-    until = start + cfg.duration
-    logs = [work / f"g{g}.jsonl" for g in range(cfg.groups)]
-    for p in logs:
-        p.write_text("")
-    events = [{"t": 0.0, "event": "start", "group": g} for g in range(cfg.groups)]
-    stop = work / "STOP"
-    stop.unlink(missing_ok=True)
+    job = _Job(cfg)
+    try:
+        job.faults()
+        job.settle()
+        job.wait()
+    finally:
+        job.end()
+    return job.steps()
 
-    def commits(g, after=-1.0, full=False):
+
+class _Job:
+    """One torchft run's processes: the Lighthouse, a replica process a group, their logs."""
+
+    def __init__(self, cfg: TorchftRun):
+        self.cfg = cfg
+        self.work = work = Path(cfg.workdir or Path.cwd() / "runs" / "torchft")
+        work.mkdir(parents=True, exist_ok=True)
+        self.lighthouse = Lighthouse(cfg, work / "lighthouse.err")
+        self.lighthouse.start()
+        self.start = time.monotonic()
+        self.until = self.start + cfg.duration
+        self.logs = [work / f"g{g}.jsonl" for g in range(cfg.groups)]
+        for p in self.logs:
+            p.write_text("")
+        self.events = [{"t": 0.0, "event": "start", "group": g} for g in range(cfg.groups)]
+        self.stop = work / "STOP"
+        self.stop.unlink(missing_ok=True)
+        self.procs = {g: self.spawn(g) for g in range(cfg.groups)}
+
+    def commits(self, g, after=-1.0, full=False):
         """Steps group g committed so far (after `after`, seconds from the start; `full`: only
         those with every group in the quorum, so a job split in two after a fault is not
         taken as settled)."""
-        rows = (json.loads(line) for line in logs[g].read_text().splitlines()
+        rows = (json.loads(line) for line in self.logs[g].read_text().splitlines()
                 if '"committed": true' in line)
-        return sum(1 for r in rows if r["t"] - start > after
-                   and (not full or len(r.get("replicas", ())) == cfg.groups))
+        return sum(1 for r in rows if r["t"] - self.start > after
+                   and (not full or len(r.get("replicas", ())) == self.cfg.groups))
 
-    def spawn(g):
+    def spawn(self, g):
+        cfg = self.cfg
         env = dict(os.environ, GLOO_SOCKET_IFNAME=os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
         cmd = [sys.executable, "-m", "real_backend.torchft_run", "replica", "--group", str(g),
-               "--lighthouse", lighthouse.address, "--log", str(logs[g]), "--until", repr(until),
+               "--lighthouse", self.lighthouse.address, "--log", str(self.logs[g]), "--until", repr(self.until),
                "--step-time", repr(cfg.step_time), "--state-mb", repr(cfg.state_mb),
                "--timeout", repr(cfg.timeout),
                "--min-replica-size", str(cfg.min_replica_size or cfg.min_replicas),
                "--quorum-timeout", repr(cfg.quorum_timeout), "--quorum-retries", str(cfg.quorum_retries),
                *(["--async-quorum"] if cfg.async_quorum else []),
                "--sync-every", str(cfg.sync_every),
-               "--stop-file", str(stop)]
-        with open(work / f"g{g}.err", "a") as err:          # the child keeps its own copy
+               "--stop-file", str(self.stop)]
+        with open(self.work / f"g{g}.err", "a") as err:          # the child keeps its own copy
             return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
 
-    procs = {g: spawn(g) for g in range(cfg.groups)}
-    todo = [(f, "kill", f.kill_at) for f in cfg.faults]
-    todo += [(f, "restart", f.restart_at) for f in cfg.faults if f.restart_at is not None]
-    anchors: dict[int, float] = {}             # after_steps -> when every group had committed them
-    try:
-        while todo and time.monotonic() < until:
-            now = time.monotonic() - start
+    def faults(self) -> None:
+        """Kill and restart as the faults say, each when due (after its anchor's steps, if any)."""
+        cfg = self.cfg
+        todo = [(f, "kill", f.kill_at) for f in cfg.faults]
+        todo += [(f, "restart", f.restart_at) for f in cfg.faults if f.restart_at is not None]
+        anchors: dict[int, float] = {}             # after_steps -> when every group had committed them
+        while todo and time.monotonic() < self.until:
+            now = time.monotonic() - self.start
             for n in {f.after_steps for f, _, _ in todo if f.after_steps is not None} - set(anchors):
-                if all(commits(g) >= n for g in range(cfg.groups)):
+                if all(self.commits(g) >= n for g in range(cfg.groups)):
                     anchors[n] = now
             due = [(f, what, at) for f, what, at in todo
                    if (0.0 if f.after_steps is None else anchors.get(f.after_steps, now + 1e9)) + at <= now]
             for f, what, at in sorted(due, key=lambda d: d[1] != "kill"):
                 todo.remove((f, what, at))
-                if what == "kill":
-                    if f.group is None:
-                        lighthouse.kill()
-                    else:
-                        procs[f.group].send_signal(signal.SIGKILL)
-                        procs[f.group].wait()
-                    f.killed = now
-                else:
-                    if f.group is None:
-                        lighthouse.start()
-                    else:
-                        procs[f.group] = spawn(f.group)
-                    f.restarted = now
-                events.append({"t": now, "event": what, "group": f.group})
+                self._do(f, what, now)
             time.sleep(0.05)
-        last = max((e["t"] for e in events), default=0.0)
-        while cfg.settle_steps and time.monotonic() < until:
-            if all(commits(g, last, full=True) >= cfg.settle_steps for g in range(cfg.groups)):
-                events.append({"t": time.monotonic() - start, "event": "stop", "group": None})
-                stop.touch()
+
+    def _do(self, f, what: str, now: float) -> None:
+        if what == "kill":
+            if f.group is None:
+                self.lighthouse.kill()
+            else:
+                self.procs[f.group].send_signal(signal.SIGKILL)
+                self.procs[f.group].wait()
+            f.killed = now
+        else:
+            if f.group is None:
+                self.lighthouse.start()
+            else:
+                self.procs[f.group] = self.spawn(f.group)
+            f.restarted = now
+        self.events.append({"t": now, "event": what, "group": f.group})
+
+    def settle(self) -> None:
+        """Once every group committed `settle_steps` whole-quorum steps since the last fault, stop."""
+        cfg = self.cfg
+        last = max((e["t"] for e in self.events), default=0.0)
+        while cfg.settle_steps and time.monotonic() < self.until:
+            if all(self.commits(g, last, full=True) >= cfg.settle_steps for g in range(cfg.groups)):
+                self.events.append({"t": time.monotonic() - self.start, "event": "stop", "group": None})
+                self.stop.touch()
                 break
             time.sleep(0.1)
-        for g, p in procs.items():
-            p.wait(timeout=max(1.0, until - time.monotonic() + cfg.timeout + 30))
-            events.append({"t": time.monotonic() - start, "event": "exit", "group": g,
-                           "returncode": p.returncode})
-    finally:
-        for p in procs.values():
+
+    def wait(self) -> None:
+        for g, p in self.procs.items():
+            p.wait(timeout=max(1.0, self.until - time.monotonic() + self.cfg.timeout + 30))
+            self.events.append({"t": time.monotonic() - self.start, "event": "exit", "group": g,
+                                "returncode": p.returncode})
+
+    def end(self) -> None:
+        for p in self.procs.values():
             if p.poll() is None:
                 p.kill()
-        lighthouse.kill()
-    steps = []
-    for p in logs:
-        for line in p.read_text().splitlines():
-            r = json.loads(line)
-            for k in ("t0", "q", "t", "answered"):
-                if k in r:
-                    r[k] -= start
-            steps.append(r)
-    steps.sort(key=lambda r: r["t"])
-    (work / "steps.json").write_text(json.dumps({"steps": steps, "events": events}))
-    stopped = min((e["t"] for e in events if e["event"] == "stop"), default=float("inf"))
-    return [r for r in steps if r["t"] <= stopped], events
+        self.lighthouse.kill()
+
+    def steps(self) -> tuple[list[dict], list[dict]]:
+        """Every group's step records in time order (seconds from the start), and the events."""
+        steps = []
+        for p in self.logs:
+            for line in p.read_text().splitlines():
+                r = json.loads(line)
+                for k in ("t0", "q", "t", "answered"):
+                    if k in r:
+                        r[k] -= self.start
+                steps.append(r)
+        steps.sort(key=lambda r: r["t"])
+        (self.work / "steps.json").write_text(json.dumps({"steps": steps, "events": self.events}))
+        stopped = min((e["t"] for e in self.events if e["event"] == "stop"), default=float("inf"))
+        return [r for r in steps if r["t"] <= stopped], self.events
 
 
 def main(argv=None) -> None:

@@ -40,7 +40,7 @@ from torch.distributed.elastic.rendezvous.api import (RendezvousClosedError,
 
 from rdzv_sim import ops as O
 from rdzv_sim.events import Event
-from rdzv_sim.protocols.agent import AgentSettings, Exit, Memory, rendezvous_with_retry, watch_round
+from rdzv_sim.protocols.agent import AgentSettings, Exit, rendezvous_with_retry, watch_round
 from rdzv_sim.protocols.base import NodeInfo
 from rdzv_sim.reasons import STORE_LOSS, ExitReason, Reason
 
@@ -122,7 +122,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
         self._server = None if self.etcd else self._host_store(hs.is_host)
         self._client = None                      # the agent's store connection (RendezvousInfo.store)
         self._last = None                        # the RoundResult of the round we are in
-        self._memory = Memory()                  # the last assignment, for store_failover
+        self._memory = self.protocol.agent_stores()   # the last assignment, for store_failover
         self._waiting = 0
         self._watcher: tuple[threading.Thread, RealRuntime] | None = None
         self._watch_rt: RealRuntime | None = None
@@ -187,7 +187,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
     def _fail_over(self, node: NodeInfo, why: str) -> bool:
         """The store is lost: go to the next successor the last round elected (store_failover);
         False when there is none to go to. Every connection follows."""
-        if not self.rt.drive(self._memory.move(self.protocol, node)):
+        if not self.rt.drive(self._memory.move(node)):
             return False
         self._client = None
         self.host, self.port = self.rt.host, self.rt.port
@@ -218,10 +218,10 @@ class ProtocolRendezvousHandler(RendezvousHandler):
                  self.name, self.proto, self.run_id)
         while True:
             result = self._drive(rendezvous_with_retry(node, self.protocol, self.agent_cfg,
-                                                       last=self._memory.last))
+                                                       last=self._memory.last, stores=self._memory))
             if not isinstance(result, Exit):
                 break
-            self._memory.assigned(result.last)
+            self._memory.remember(result.last)
             if result.reason not in STORE_LOSS or not self._fail_over(node, result.why or result.reason):
                 break
         if isinstance(result, Exit):
@@ -234,7 +234,7 @@ class ProtocolRendezvousHandler(RendezvousHandler):
                 raise RendezvousConnectionError(f"{self.proto} rendezvous lost the store: {result.why}")
             raise RendezvousTimeoutError(f"{self.proto} rendezvous gave up: {result.reason} {result.why}".strip())
         self._last, self._waiting = result, 0
-        self._memory.assigned(result, (self.rt.host, self.rt.port))
+        self._memory.remember(result, (self.rt.host, self.rt.port))
         log.info("The node '%s' has joined round %d of the %s rendezvous '%s' as rank %d in a "
                  "world of size %d (%d workers; rank 0 at %s:%d; members: %s).", self.name, result.round,
                  self.proto, self.run_id, result.rank, result.nnodes, result.world_size, result.master,

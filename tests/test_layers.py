@@ -130,6 +130,18 @@ def test_the_scenario_reference_in_docs_is_current():
         "regenerate it: python -m rdzv_sim.scenario.reference > docs/scenarios.md"
 
 
+def test_layout_names_every_module_and_the_index_every_page():
+    """docs/layout.md names every module of rdzv_sim/ (its file name, or its package's folder
+    for an __init__), and docs/README.md every page of docs/."""
+    layout = (ROOT / "docs" / "layout.md").read_text()
+    missing = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "rdzv_sim").rglob("*.py"))
+               if p.name != "__init__.py" and f"`{p.name}`" not in layout and f"{p.name}" not in layout]
+    assert not missing, f"docs/layout.md does not name: {missing}"
+    index = (ROOT / "docs" / "README.md").read_text()
+    pages = [p.name for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "README.md" and p.name not in index]
+    assert not pages, f"docs/README.md does not index: {pages}"
+
+
 def test_every_scenario_field_says_what_it_means():
     """docs/scenarios.md has no empty meaning cell: every field's comment (beside it or right
     above it), or the shared fault fields' meaning (scenario/reference.py's SHARED)."""

@@ -13,8 +13,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from ..events import Event
-from ..ops import (Emit, FirstOf, InPlace, Local, Now, Sleep, StartWorkers, StopWorkers, StoreAddress,
-                   StoreError, StoreTimeout, UseStore)
+from ..ops import Emit, FirstOf, InPlace, Local, Now, Sleep, StartWorkers, StopWorkers, StoreError, StoreTimeout
 from ..reasons import STORE_LOSS, ExitReason, Reason
 from .base import (NodeInfo, Protocol, RendezvousClosed, RendezvousFailed, RendezvousTimeout,
                    RoundResult)
@@ -97,17 +96,19 @@ def _shut_down(protocol: Protocol, node: NodeInfo, reason: ExitReason, event: Ev
 
 
 def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, restarts: int = 0,
-                          last: RoundResult | None = None):
+                          last: RoundResult | None = None, stores=None):
     """Join rounds until one completes (a RoundResult, its rank announced), retrying failed
     rounds and store timeouts up to `max_rendezvous_attempts`; else an `Exit`. `last`: the
-    last round this node was assigned in (its descriptor says so; a store failover's fence)."""
+    last round this node was assigned in (its descriptor says so; a store failover's fence);
+    `stores`: the agent's store part (`protocols/stores.py`; default: the protocol's)."""
+    stores = stores if stores is not None else protocol.agent_stores()
     attempts = fenced = 0
     fenced_since = None
     while True:
         t_join = yield Now()
         yield Emit(Event.RENDEZVOUS_START, detail={"restarts": restarts})
         try:
-            result = yield from protocol.rendezvous(remembering(node, last))
+            result = yield from protocol.rendezvous(stores.remembering(node, last))
         except RendezvousFailed as e:
             attempts += 1
             last = e.assigned or last
@@ -117,8 +118,8 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
             yield Emit(Event.RENDEZVOUS_FAILED, detail={"reason": str(e)})
             if attempts >= cfg.max_rendezvous_attempts:
                 return Exit(ExitReason.TOO_MANY_FAILED_ROUNDS, last=last)
-            if (fenced >= FENCED_ROUNDS and protocol.cfg.fails_over and last is not None
-                    and (yield Now()) - fenced_since >= protocol.cfg.failover_timeout):
+            if (fenced >= FENCED_ROUNDS and stores.can_move(last)
+                    and (yield Now()) - fenced_since >= stores.fence_timeout):
                 return Exit(ExitReason.NO_QUORUM, last=last)    # the majority is elsewhere: look for it
             if fenced:
                 yield Sleep(cfg.retry_backoff)         # wait for the majority, do not spin
@@ -130,7 +131,7 @@ def rendezvous_with_retry(node: NodeInfo, protocol: Protocol, cfg: AgentSettings
         except StoreTimeout as e:
             attempts += 1
             yield Emit(Event.STORE_TIMEOUT, detail={"reason": str(e)})
-            if attempts >= cfg.max_rendezvous_attempts or (protocol.cfg.fails_over and last is not None):
+            if attempts >= cfg.max_rendezvous_attempts or stores.can_move(last):
                 return Exit(ExitReason.STORE_TIMEOUT, last=last)   # (a member that can fail over does)
             yield Sleep(cfg.retry_backoff)
             continue
@@ -149,60 +150,11 @@ FENCED_ROUNDS = 3          # rounds in a row without a majority (over failover_t
                            # before a member looks elsewhere
 
 
-def remembering(node: NodeInfo, last: RoundResult | None) -> NodeInfo:
-    """The node's descriptor carries the last round it was assigned in (a failover's fence)."""
-    return node if last is None else replace(node, last=last.round, last_n=last.nnodes)
-
-
-def fail_over(protocol: Protocol, node: NodeInfo, last: RoundResult | None, tried: int, home=None):
-    """The store is lost (or its rounds never reach a majority): move to the next store in the
-    cycle `last` elected, its successors and then `home` (the store it was assigned on: its
-    (addr, port)); a successor's host starts its store, the others connect. Returns the epoch
-    now in use (how many moves since `last`), or None when no store in the cycle answers or
-    the protocol does not fail over. Every member of `last` walks the same cycle, so no two
-    stores serve one epoch; the fence (hrw.has_quorum) keeps a wrong turn safe."""
-    if not protocol.cfg.fails_over or last is None or not last.successors:
-        return None
-    cycle = list(last.successors) + ([("", *home)] if home is not None else [])
-    timeout = protocol.cfg.failover_timeout
-    for k in range(tried + 1, tried + 1 + len(cycle)):
-        name, addr, port = cycle[(k - 1) % len(cycle)]
-        yield Emit(Event.STORE_FAILOVER, round=last.round,
-                   detail={"epoch": k, "store": name or f"{addr}:{port}", "serve": name == node.name})
-        try:
-            yield UseStore(addr, port, serve=name == node.name, timeout=timeout)
-            return k
-        except (StoreError, StoreTimeout) as e:
-            yield Emit(Event.STORE_FAILOVER_FAILED, round=last.round, detail={"epoch": k, "reason": str(e)})
-    return None
-
-
-@dataclass
-class Memory:
-    """What an agent keeps for a store failover: the last round it was assigned in, the store
-    it was assigned on (`home`), and how many stores of that round's cycle it has tried."""
-    last: RoundResult | None = None
-    home: tuple | None = None
-    tried: int = 0
-
-    def assigned(self, result: RoundResult | None, home: tuple | None = None) -> None:
-        if result is not None and result is not self.last:
-            self.last, self.tried = result, 0
-            self.home = home or self.home
-
-    def move(self, protocol: Protocol, node: NodeInfo):
-        """Fail over to the next store of the cycle (`fail_over`); whether one answered."""
-        k = yield from fail_over(protocol, node, self.last, self.tried, self.home)
-        if k is not None:
-            self.tried = k
-        return k is not None
-
-
 def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claimed: bool = False):
     """Run the node until it gives up; returns why ("rendezvous_timeout", "store_lost", ...).
     `claimed`: a spare taken into a world that recovered in place: it trains there first."""
     protocol = protocol.for_agent(node)
-    restarts, memory = 0, Memory()
+    restarts, stores = 0, protocol.agent_stores()
     in_place = cfg.recovery != Mode.IN_JOB
     local = FAILURES + (TERMINATED, AGENT_FAILED) + ((Reason.IN_PLACE, Reason.LEFT_OUT) if in_place else ())
     while True:
@@ -211,24 +163,16 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
             result = yield InPlace()
             t_start = t_met = yield Now()
         else:
-            result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, memory.last)
+            result = yield from rendezvous_with_retry(node, protocol, cfg, restarts, stores.last, stores)
             if isinstance(result, Exit):
                 # a round assigned in this call (its confirmation failed) was assigned on this
                 # store: its members' failover cycles all end here
-                new = protocol.cfg.fails_over and result.last is not None and result.last is not memory.last
-                memory.assigned(result.last, (yield StoreAddress()) if new else None)
-                if result.reason in STORE_LOSS and (yield from memory.move(protocol, node)):
+                yield from stores.exited(result.last)
+                if result.reason in STORE_LOSS and (yield from stores.move(node)):
                     continue
                 return (yield from _shut_down(protocol, node, result.reason, result.event, result.why))
-            memory.assigned(result, (yield StoreAddress()) if protocol.cfg.fails_over else None)
-            yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
-            t_start = t_met = yield Now()          # (t_met: the last rendezvous; planned re-forms count from it)
-            yield Emit(Event.WORKERS_STARTED, round=result.round, rank=result.rank,
-                       world_size=result.world_size)
-            try:
-                yield from protocol.clean_up(result)
-            except (StoreTimeout, StoreError):
-                pass                                # best effort: the next round's rank 0 tries again
+            yield from stores.joined(result)
+            t_start = t_met = yield from _start_workers(protocol, result)   # (planned re-forms count from t_met)
         fired, until = (), None
         while True:
             reason, value = yield from watch_round(protocol, result, node, cfg.retry_backoff,
@@ -248,16 +192,16 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
                 t_start = yield Now()
                 fired, until = (), None
                 continue
-            if not isinstance(value, StoreError) or not protocol.cfg.fails_over:
+            if not isinstance(value, StoreError) or not stores.survives_store_loss:
                 break
             # the store is lost under a running round: move to the successor's and train on
             # (torchrun's workers do not need it); the next rendezvous is there
             yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
-            if not (yield from memory.move(protocol, node)):
+            if not (yield from stores.move(node)):
                 break
         if reason == Reason.LEFT_OUT:               # the world went on without it: wait for the next
             yield StopWorkers(reason)               # (the round is not ended, nor a restart used)
-            memory.last, memory.tried = None, 0     # the round it knew runs on: it is no fence
+            stores.forget()                         # the round it knew runs on: it is no fence
             continue
         if reason in (TERMINATED, AGENT_FAILED):   # stop the workers, leave the round, exit
             yield StopWorkers(reason)
@@ -271,7 +215,7 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
             return (yield from _exit(TERMINATED))
         if isinstance(value, StoreError):
             yield StopWorkers(ExitReason.STORE_LOST)
-            if not protocol.cfg.fails_over:
+            if not stores.survives_store_loss:      # (one that survives said so as it tried)
                 yield Emit(Event.STORE_LOST, round=result.round, detail={"reason": str(value)})
             return (yield from _shut_down(protocol, node, ExitReason.STORE_LOST))
         yield StopWorkers(reason)
@@ -279,21 +223,42 @@ def elastic_agent(node: NodeInfo, protocol: Protocol, cfg: AgentSettings, claime
         if uses_a_restart(reason):
             restarts += 1
         why = AGENT_FAILED if out_of_restarts(restarts, cfg) else reason
-        for attempt in range(cfg.max_rendezvous_attempts):      # ending a round is idempotent
-            try:
-                if why != Reason.ROUND_ENDED:
-                    yield from protocol.end_round(result, why, node)
-                break
-            except (StoreError, StoreTimeout) as e:
-                lost = isinstance(e, StoreError)
-                yield Emit(Event.STORE_LOST if lost else Event.STORE_TIMEOUT, detail={"reason": str(e)})
-                if why != AGENT_FAILED and protocol.cfg.fails_over and (yield from memory.move(protocol, node)):
-                    break
-                if lost:
-                    return (yield from _shut_down(protocol, node, ExitReason.STORE_LOST))
-                yield Sleep(cfg.retry_backoff)
+        if not (yield from _end_round(protocol, node, result, why, cfg, stores)):
+            return (yield from _shut_down(protocol, node, ExitReason.STORE_LOST))
         if why == AGENT_FAILED:
             return (yield from _shut_down(protocol, node, ExitReason.MAX_RESTARTS))
+
+
+def _start_workers(protocol: Protocol, result: RoundResult):
+    """Start the round's workers, say so, and clean the round before it up; returns when."""
+    yield StartWorkers(result.round, result.rank, result.world_size, result.nnodes, result.master)
+    t = yield Now()
+    yield Emit(Event.WORKERS_STARTED, round=result.round, rank=result.rank, world_size=result.world_size)
+    try:
+        yield from protocol.clean_up(result)
+    except (StoreTimeout, StoreError):
+        pass                                # best effort: the next round's rank 0 tries again
+    return t
+
+
+def _end_round(protocol: Protocol, node: NodeInfo, result: RoundResult, why: str, cfg: AgentSettings, stores):
+    """End the round the agent leaves for `why` (idempotent: retried up to
+    max_rendezvous_attempts; a lost store moves on where the store part can). False: the store
+    is lost and nowhere to go (the agent shuts down)."""
+    for _ in range(cfg.max_rendezvous_attempts):
+        try:
+            if why != Reason.ROUND_ENDED:
+                yield from protocol.end_round(result, why, node)
+            return True
+        except (StoreError, StoreTimeout) as e:
+            lost = isinstance(e, StoreError)
+            yield Emit(Event.STORE_LOST if lost else Event.STORE_TIMEOUT, detail={"reason": str(e)})
+            if why != AGENT_FAILED and (yield from stores.move(node)):
+                return True
+            if lost:
+                return False
+            yield Sleep(cfg.retry_backoff)
+    return True
 
 
 def watch_round(protocol: Protocol, result: RoundResult, node: NodeInfo, backoff: float = 1.0,

@@ -214,6 +214,12 @@ class Protocol:
         self.cfg = cfg
         self.prefix = f"rdzv/{cfg.run_id}/"
 
+    def agent_stores(self):
+        """A fresh agent's store part (`protocols/stores.py`): what it does when its store is
+        lost. The default: the run's one store; a protocol that fails over returns its own."""
+        from .stores import OneStore
+        return OneStore()
+
     def for_agent(self, node: NodeInfo) -> "Protocol":
         """The protocol as one agent process runs it: this object, shared by every agent of
         the job, where it keeps nothing per agent; a protocol that keeps an agent's own state

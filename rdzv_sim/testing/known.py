@@ -68,7 +68,7 @@ _QUORUM = ("store_failover's fence: a round needs more than half of the members 
 _ORPHAN = ("store_failover: the successors come with a round's assignments, so a live host "
            "that was not in the last round (a waiter, one whose agent restarted) does not know "
            "where the store went; it fails over by an older round's list, or not at all, and "
-           "trains again only when pointed at the successor (rdzv_sim/protocols/agent.py, fail_over)")
+           "trains again only when pointed at the successor (rdzv_sim/protocols/hrw/failover.py, fail_over)")
 
 def _cuts(sc) -> list:
     """store_failover's cuts (partitions, flaps), with the hosts each takes off the network."""
@@ -87,7 +87,7 @@ _LEFT_BEHIND = ("store_failover: a cut that takes the store's host off the netwo
                 "local) and waits there alone for a round that cannot form; nothing tells it where "
                 "the others went (found by the property tests at seed 2487197479, "
                 "tests/regressions/failover-store-host-cut-off-waits-alone.yaml; "
-                "rdzv_sim/protocols/agent.py, fail_over)")
+                "rdzv_sim/protocols/hrw/failover.py, fail_over)")
 
 
 # the built-in kits' `known` parts

@@ -11,10 +11,11 @@ from __future__ import annotations
 from hrw import Placement
 
 from ...events import Event
-from ...ops import Add, Check, Emit, Get, StoreAddress
+from ...ops import Add, Check, Emit, Get, StoreAddress, StoreError, StoreTimeout, UseStore
 from .. import ranking
 from ..base import BadValue, RendezvousFailed
 from ...reasons import ExitReason
+from ..stores import OneStore as AgentOneStore
 
 SUCCESSORS = 3          # failover candidates in every assignment
 
@@ -148,3 +149,66 @@ class StoreFailover(OneStore):
         order = (Placement(list(by_name), seed=0).rank_order(f"{self.protocol.cfg.run_id}/store")
                  if by_name else [])
         return tuple((n, by_name[n].addr, port) for n in order[:SUCCESSORS])
+
+
+class AgentFailover(AgentOneStore):
+    """The agent's side of `store_failover` (`protocols/stores.py`): the last round it was
+    assigned in, the store it was assigned on (`home`), how many stores of that round's cycle
+    it has tried; a lost store (or rounds that never reach a majority) sends it through the
+    cycle: the round's successors, then home."""
+    survives_store_loss = True
+
+    def __init__(self, protocol):
+        super().__init__()
+        self.protocol = protocol
+        self.fence_timeout = protocol.cfg.failover_timeout
+        self.home: tuple | None = None
+        self.tried = 0
+
+    def can_move(self, last) -> bool:
+        return last is not None
+
+    def joined(self, result):
+        self.remember(result, (yield StoreAddress()))
+
+    def exited(self, last):
+        new = last is not None and last is not self.last
+        self.remember(last, (yield StoreAddress()) if new else None)
+
+    def remember(self, result, home=None) -> None:
+        if result is not None and result is not self.last:
+            self.last, self.tried = result, 0
+            self.home = home or self.home
+
+    def forget(self) -> None:
+        self.last, self.tried = None, 0
+
+    def move(self, node):
+        """Fail over to the next store of the cycle (`fail_over`); whether one answered."""
+        k = yield from fail_over(self.protocol, node, self.last, self.tried, self.home)
+        if k is not None:
+            self.tried = k
+        return k is not None
+
+
+def fail_over(protocol, node, last, tried: int, home=None):
+    """The store is lost (or its rounds never reach a majority): move to the next store in the
+    cycle `last` elected, its successors and then `home` (the store it was assigned on: its
+    (addr, port)); a successor's host starts its store, the others connect. Returns the epoch
+    now in use (how many moves since `last`), or None when no store in the cycle answers. Every
+    member of `last` walks the same cycle, so no two stores serve one epoch; the fence
+    (`has_quorum`) keeps a wrong turn safe."""
+    if last is None or not last.successors:
+        return None
+    cycle = list(last.successors) + ([("", *home)] if home is not None else [])
+    timeout = protocol.cfg.failover_timeout
+    for k in range(tried + 1, tried + 1 + len(cycle)):
+        name, addr, port = cycle[(k - 1) % len(cycle)]
+        yield Emit(Event.STORE_FAILOVER, round=last.round,
+                   detail={"epoch": k, "store": name or f"{addr}:{port}", "serve": name == node.name})
+        try:
+            yield UseStore(addr, port, serve=name == node.name, timeout=timeout)
+            return k
+        except (StoreError, StoreTimeout) as e:
+            yield Emit(Event.STORE_FAILOVER_FAILED, round=last.round, detail={"epoch": k, "reason": str(e)})
+    return None

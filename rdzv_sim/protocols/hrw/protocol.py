@@ -16,7 +16,7 @@ from ..base import (BadValue, NodeInfo, Protocol, RendezvousClosed, RendezvousFa
 from ..kit import Capabilities, Kit
 from ..recovery import Mode
 from ..registry import register_kit
-from .failover import OneStore, StoreFailover
+from .failover import AgentFailover, OneStore, StoreFailover
 from .keys import RoundKeys
 from .settings import HrwSettings
 
@@ -340,6 +340,10 @@ class HrwProtocol(RoundKeys, Protocol):
         if (yield Add(self._k(result.round, f"probe{probe}/acks"), 1)) >= result.nnodes:
             yield Set(self._k(result.round, f"probe{probe}/ack"), node.name)
         return ("stay", probe + 1)
+
+    def agent_stores(self):
+        """An agent's store part: with `store_failover`, `AgentFailover` (the cycle of successors)."""
+        return AgentFailover(self) if self.cfg.fails_over else super().agent_stores()
 
     @cached_property
     def failover(self) -> OneStore:
