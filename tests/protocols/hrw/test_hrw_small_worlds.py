@@ -1,11 +1,10 @@
-"""The protocols in small worlds with exactly known outcomes."""
+"""hrw in small worlds with exactly known outcomes (static's: tests/protocols/static/)."""
 import pytest
 
 from hrw import Placement
 from rdzv_sim.ops import Now
 from rdzv_sim.protocols import RendezvousTimeout
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
-from rdzv_sim.protocols.static import StaticProtocol, StaticSettings
 from rdzv_sim.sim.sandbox import Sandbox
 
 
@@ -71,19 +70,6 @@ def test_hrw_times_out_below_min_nodes():
     proto = HrwProtocol(HrwSettings(run_id="r", min_nodes=3, max_nodes=3, join_timeout=20))
     results, sb = run_rdzv(proto, 2, until=100)
     assert all(isinstance(r, RendezvousTimeout) for r in results)
-
-
-def test_static_times_out_at_its_deadline_when_a_rank_never_comes():
-    proto = StaticProtocol(StaticSettings(run_id="s", min_nodes=3, max_nodes=3, join_timeout=42))
-    results, sb = run_rdzv(proto, 3, nodes=[0, 1])
-    assert all(isinstance(r, RendezvousTimeout) for r in results)
-    assert all(42.0 <= r.at < 42.1 for r in results)
-
-
-def test_static_ranks_are_node_indexes():
-    proto = StaticProtocol(StaticSettings(run_id="s", min_nodes=3, max_nodes=3))
-    results, _ = run_rdzv(proto, 3)
-    assert [r.rank for r in results] == [0, 1, 2] and {r.master for r in results} == {"n0"}
 
 
 def test_store_never_holds_pickle():
