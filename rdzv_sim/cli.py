@@ -230,6 +230,22 @@ def _mean_ci(row, m: str) -> str:
     return f"{row[m]:.4g} ± {(row[m + '_hi'] - row[m + '_lo']) / 2:.2g}"
 
 
+def _scenario_and(scenario: str, set_: list[str], parse, empty: str):
+    """The scenario with its --set overrides, and what `parse()` reads of the other options:
+    either refused in one line each (exit 2), `empty` when it read nothing."""
+    from .scenario.load import ScenarioError, load
+    try:
+        sc = load(scenario, set_)
+        got = parse()
+        if not got:
+            raise ValueError(empty)
+    except ScenarioError as e:
+        _fail(e.messages)
+    except ValueError as e:
+        _fail([str(e)])
+    return sc, got
+
+
 def _runs_progress(name: str):
     """`progress(done, total)` for many runs: rich's bar on a terminal, else a line now and then."""
     if not sys.stderr.isatty():
@@ -265,16 +281,8 @@ def compare(
     from .comparison import compare as do_compare, parse_vary
     from .outputs import OutputError, atomic_folder
     from .report.comparison import write
-    from .scenario.load import ScenarioError, load
-    try:
-        sc = load(scenario, set_)
-        v = parse_vary(vary)
-        if not v:
-            raise ValueError("give at least one --vary key.path=v1,v2,...")
-    except ScenarioError as e:
-        _fail(e.messages)
-    except ValueError as e:
-        _fail([str(e)])
+    from .scenario.load import ScenarioError
+    sc, v = _scenario_and(scenario, set_, lambda: parse_vary(vary), "give at least one --vary key.path=v1,v2,...")
     target = out or Path(f"runs/{sc.name}-compare")
     try:
         result = do_compare(sc, v, seeds, (), workers, dask, progress=_runs_progress(f"{sc.name} compare"))
@@ -400,16 +408,9 @@ def advise(
     from .advise import advise as do_advise, parse_space
     from .report.advice import write
     from .outputs import OutputError, atomic_folder
-    from .scenario.load import ScenarioError, load
-    try:
-        sc = load(scenario, set_)
-        knobs = parse_space(space)
-        if not knobs:
-            raise ValueError("give at least one --space key.path=LOW..HIGH or key.path=A|B|C")
-    except ScenarioError as e:
-        _fail(e.messages)
-    except ValueError as e:
-        _fail([str(e)])
+    from .scenario.load import ScenarioError
+    sc, knobs = _scenario_and(scenario, set_, lambda: parse_space(space),
+                              "give at least one --space key.path=LOW..HIGH or key.path=A|B|C")
     target = out or Path(f"runs/{sc.name}-advice")
     t0 = time.perf_counter()
     try:                          # advise checks the space and its arguments before any run

@@ -46,3 +46,19 @@ class Sandbox:
         procs = [self.spawn(n, make_gen(n.info)) for n in chosen]
         self.env.run(until=until)
         return [p.value if p.triggered and p.ok else None for p in procs]
+
+
+def rendezvous_all(protocol, nodes: int, until: float = 100.0, started=None) -> tuple[list, Sandbox]:
+    """Every node (or those `started`) joins one rendezvous of `protocol` in a fresh sandbox:
+    each node's RoundResult, or its RendezvousTimeout with `.at`, when it timed out."""
+    from ..ops import Now
+    from ..protocols.base import RendezvousTimeout
+    sb = Sandbox(nodes=nodes)
+
+    def join(info):
+        try:
+            return (yield from protocol.rendezvous(info))
+        except RendezvousTimeout as e:
+            e.at = yield Now()
+            return e
+    return sb.run(join, until=until, nodes=started), sb

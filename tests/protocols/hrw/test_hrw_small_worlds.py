@@ -2,22 +2,13 @@
 import pytest
 
 from hrw import Placement
-from rdzv_sim.ops import Now
 from rdzv_sim.protocols import RendezvousTimeout
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
-from rdzv_sim.sim.sandbox import Sandbox
+from rdzv_sim.sim.sandbox import rendezvous_all
 
 
 def run_rdzv(proto, n, until=100.0, nodes=None):
-    sb = Sandbox(nodes=n)
-
-    def g(info):
-        try:
-            return (yield from proto.rendezvous(info))
-        except RendezvousTimeout as e:
-            e.at = yield Now()
-            return e
-    return sb.run(g, until=until, nodes=nodes), sb
+    return rendezvous_all(proto, n, until, nodes)
 
 
 def test_hrw_full_round_ranks_follow_hrw_order():

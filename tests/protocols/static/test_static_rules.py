@@ -1,21 +1,12 @@
 """torchrun's static rendezvous in small worlds with exactly known outcomes: its deadline, its
 ranks (the nodes' own indexes)."""
-from rdzv_sim.ops import Now
 from rdzv_sim.protocols import RendezvousTimeout
 from rdzv_sim.protocols.static import StaticProtocol, StaticSettings
-from rdzv_sim.sim.sandbox import Sandbox
+from rdzv_sim.sim.sandbox import rendezvous_all
 
 
 def run_rdzv(proto, n, until=100.0, nodes=None):
-    sb = Sandbox(nodes=n)
-
-    def g(info):
-        try:
-            return (yield from proto.rendezvous(info))
-        except RendezvousTimeout as e:
-            e.at = yield Now()
-            return e
-    return sb.run(g, until=until, nodes=nodes), sb
+    return rendezvous_all(proto, n, until, nodes)
 
 
 def test_static_times_out_at_its_deadline_when_a_rank_never_comes():
