@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test check bench reports clean
+.PHONY: demo test check bench reports mutate clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,15 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_hrw.py
 	$(BIN)/python benchmarks/torchrun_elastic.py
 	$(BIN)/python benchmarks/sim_speed.py --llama
+
+# mutation testing of the rule modules (mutmut; not part of `make test`): MODULES=recovery,kit,...
+# (the groups of benchmarks/mutation.py), BUDGET seconds a group; writes reports/mutation.md
+MODULES ?=
+BUDGET ?= 600
+mutate: $(STAMP)
+	$(BIN)/python benchmarks/mutation.py --budget $(BUDGET) $(foreach m,$(subst $(comma), ,$(MODULES)),--only $(m))
+
+comma := ,
 
 reports: $(STAMP)
 	$(BIN)/python benchmarks/scenario_reports.py reports/scenarios

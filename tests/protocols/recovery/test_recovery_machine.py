@@ -185,3 +185,47 @@ def test_in_process_keeps_whole_segments():
     m4.fault(0, Fault.HOST_LOST, "b", 10.0, 1.0)
     d = m4.due(0, 11.0, ["a", "c", "d"])                                            # no whole segment left
     assert isinstance(d, FallBack) and d.plan.why == Fallback.BELOW_MIN
+
+
+# --- the boundaries mutation testing found unstated (reports/mutation.md) ------------------
+def test_a_machine_keeps_whole_segments_of_one_by_default():
+    m = Machine(AgentSettings(recovery="in_process"), min_nodes=1)
+    formed(m)
+    m.fault(0, Fault.HOST_LOST, "b", 10.0, 1.0)
+    assert m.due(0, 11.0, ["a", "c", "d"]).new == ("a", "c", "d")
+
+
+def test_a_formed_world_knows_its_size_and_trains_when_told_once():
+    m = formed(machine())
+    assert m.worlds[0].size == 4
+    m.trains(0, "a", 7.0)                       # a late process-group report does not move it
+    assert m.worlds[0].trains_at == 5.0
+    m.trains(9, "a", 7.0)                       # nor does one of a world never formed
+    m.ended(9)
+    assert list(m.worlds) == [0]
+
+
+def test_a_fault_due_at_the_same_instant_is_gathered_not_timed_again():
+    m = formed(machine("shrink"))
+    assert m.fault(0, Fault.HOST_LOST, "b", 10.0, 3.0) == Wait(13.0, True)
+    assert m.fault(0, Fault.HOST_LOST, "c", 12.0, 1.0) == Wait(13.0, False)
+
+
+def test_decisions_name_the_fault_they_answer_for():
+    m = formed(machine())
+    m.fault(0, Fault.DEVICE_UNUSABLE, "b", 10.0, 0.0)
+    assert m.due(0, 10.0, ["a", "c", "d"]).fault is Fault.DEVICE_UNUSABLE
+    m2 = formed(machine())
+    m2.fault(0, Fault.HOST_LOST, "b", 10.0, 1.0)
+    assert m2.due(0, 11.0, ["a", "c", "d"]).fault is Fault.HOST_LOST
+
+
+def test_a_world_restarted_in_place_trains_after_its_ranks_and_its_start_and_counts_its_restarts():
+    m = formed(machine(in_process=InProcess(initialize=3.0)))
+    m.fault(0, Fault.HOST_LOST, "b", 10.0, 1.0)
+    d = m.due(0, 11.0, ["a", "c", "d"])
+    assert m.worlds[0].trains_at == 11.0 + d.plan.ranked + 3.0
+    t = m.worlds[0].trains_at
+    m.fault(0, Fault.HOST_LOST, "c", t, 1.0)
+    m.due(0, t + 1.0, ["a", "d"])
+    assert m.worlds[0].iteration == 2

@@ -168,3 +168,29 @@ def test_out_of_iterations_at_the_limit_not_before():
     assert out_of_iterations(c, 2) and out_of_iterations(c, 3)
     assert not out_of_iterations(c, 1)
     assert not out_of_iterations(cfg("in_process"), 10 ** 6)              # no limit: never
+
+
+# --- the boundaries mutation testing found unstated (reports/mutation.md) ------------------
+def test_the_worst_is_by_the_faults_order_not_their_names():
+    from rdzv_sim.protocols.recovery import worst
+    # alphabetically host_lost < host_vanished; a vanished host is the worse (it hangs its peers)
+    assert worst([Fault.HOST_LOST, Fault.HOST_VANISHED]) is Fault.HOST_VANISHED
+
+
+def test_a_plan_says_absorbed_as_a_bool_and_names_its_mode():
+    assert plan(cfg("in_job"), Fault.HOST_LOST, M, {"b"}, min_nodes=1).absorbed is False
+    assert plan(cfg("shrink"), Fault.HOST_LOST, M, {"a", "b", "c"}, min_nodes=2).absorbed is False
+    c = cfg("in_process", in_process=InProcess(max_iterations=1))
+    assert plan(c, Fault.HOST_LOST, M, {"b"}, min_nodes=1, iteration=1).absorbed is False
+    p = plan(cfg("in_process"), Fault.HOST_LOST, M, {"b"}, min_nodes=1)
+    assert p.absorbed is True and p.why == Mode.IN_PROCESS
+
+
+def test_the_iteration_count_starts_at_zero():
+    c = cfg("in_process", in_process=InProcess(max_iterations=1))
+    assert plan(c, Fault.HOST_LOST, M, {"b"}, min_nodes=1).absorbed          # no restart yet: absorbed
+
+
+def test_shrink_keeps_every_survivor_whatever_the_segment():
+    p = plan(cfg("shrink"), Fault.HOST_LOST, M, {"b"}, min_nodes=1, segment=2)
+    assert p.members == ("a", "c", "d")                                      # in_process would keep 2
