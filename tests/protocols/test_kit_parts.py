@@ -56,3 +56,45 @@ def test_a_misspelt_part_is_refused_by_name(module):
     assert why == f"module {module!r} defines no 'HrwRound' at top level (did you mean 'HrwRounds'?)"
     assert missing(f"{module}:INSIDE").startswith(f"module {module!r} defines no 'INSIDE'")
     assert missing("no_such_module_here:X") == "there is no module 'no_such_module_here'"
+
+
+# --- the boundaries mutation testing found unstated (reports/mutation.md) ------------------
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A package on the path, never imported: a module and a subpackage of it, each with X."""
+    root = tmp_path / "kitprobe_pkg"
+    (root / "subpkg").mkdir(parents=True)
+    (root / "__init__.py").write_text("raise RuntimeError('imported')\n")
+    (root / "mod.py").write_text("X = 1\n")
+    (root / "subpkg" / "__init__.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "kitprobe_pkg"
+    for m in [m for m in sys.modules if m.startswith("kitprobe_pkg")]:
+        del sys.modules[m]
+
+
+def test_a_part_in_a_package_is_found_by_its_file_without_importing_the_package(package):
+    assert missing(f"{package}.mod:X") is None
+    assert missing(f"{package}.subpkg:X") is None                 # a subpackage: its __init__.py
+    assert missing(f"{package}.mod:Y").startswith(f"module '{package}.mod' defines no 'Y'")
+    assert package not in sys.modules                              # read, not imported
+
+
+def test_a_module_already_imported_is_asked_for_its_attribute(monkeypatch):
+    import types
+    mod = types.ModuleType("kit_dynamic_probe")
+    mod.X = 1                                                      # set at run time: in no source
+    monkeypatch.setitem(sys.modules, "kit_dynamic_probe", mod)
+    assert missing("kit_dynamic_probe:X") is None
+    assert missing("kit_dynamic_probe:Y") == "module 'kit_dynamic_probe' defines no 'Y'"
+
+
+def test_a_misspelling_with_no_near_name_is_said_plainly(module):
+    assert missing(f"{module}:Zqxw") == f"module {module!r} defines no 'Zqxw' at top level"
+
+
+@pytest.mark.parametrize("path", ["a.b:c:d", ":x", "mod:", "mod"])
+def test_a_parts_path_is_module_colon_attribute(path):
+    from rdzv_sim.protocols.kit import where
+    with pytest.raises(ValueError, match="is not a part's path: write it 'package.module:attribute'"):
+        where(path)
