@@ -82,3 +82,34 @@ def test_protocols_and_runtimes_emit_events_by_type():
                     and isinstance(node.args[0], ast.Constant)):
                 found.append(f"{p.relative_to(ROOT)}:{node.lineno}")
     assert not found, found
+
+
+# --- the boundaries mutation testing found unstated (reports/mutation.md) ------------------
+def test_a_detail_with_every_field_its_event_carries_is_taken_one_more_is_refused():
+    from rdzv_sim.events import check_detail, fields
+    every = {f: 1 for f in fields("round_left")}
+    check_detail("round_left", every)                                  # all of them: fine
+    with pytest.raises(UnknownEvent) as e:
+        check_detail("round_left", {**every, "slots": 1, "why": 2})
+    assert str(e.value) == (f"event 'round_left' carries no detail 'slots', 'why': its fields are "
+                            f"{sorted(fields('round_left'))} (rdzv_sim/events.py, DETAIL; or "
+                            "register_event for a protocol's own)")
+    with pytest.raises(UnknownEvent, match=r"its fields are none \(rdzv_sim/events.py"):
+        check_detail("round_stale", {"x": 1})
+
+
+@pytest.mark.parametrize("name", ["Not An Event", "has-hyphen", "UPPER", 5])
+def test_an_event_name_is_lower_case_with_underscores(name):
+    from rdzv_sim.events import register_event
+    with pytest.raises(ValueError) as e:
+        register_event(name)
+    assert str(e.value) == f"register_event({name!r}): an event name is lower_case_with_underscores"
+
+
+def test_an_unknown_event_says_where_to_add_it():
+    from rdzv_sim.events import check
+    with pytest.raises(UnknownEvent) as e:
+        check("joined")
+    assert str(e.value) == ("event 'joined' is not one of rdzv_sim.events.Event: add it there (with its "
+                            "detail fields), or register your protocol's own with "
+                            "rdzv_sim.events.register_event, before a runtime records it")
