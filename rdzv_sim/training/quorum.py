@@ -42,11 +42,15 @@ def lighthouse_for(sc):
     from ..protocols.quorum.lighthouse import Costs, Lighthouse, QuorumRules
     p, a, tr = sc.protocol, sc.agent, sc.training
     detection = min(a.peer_crash_detection or p.timeout, p.timeout)
-    rules = QuorumRules(p.min_replicas, p.quorum_join_timeout, p.heartbeat_timeout, p.quorum_tick)
-    costs = Costs(p.step_time, p.quorum_cost, p.reconfigure_time, p.heal_time, detection,
-                  tr.load_time if tr is not None else 0.0, p.async_quorum, p.init_sync, p.sync_every,
-                  p.quorum_retries, p.quorum_timeout, a.worker_start + a.worker_start_per_node * p.group_size,
-                  p.min_replica_size or p.min_replicas, p.timeout, p.lighthouse_ids, p.stale_connect_timeout)
+    rules = QuorumRules(min_replicas=p.min_replicas, join_timeout=p.quorum_join_timeout,
+                        heartbeat_timeout=p.heartbeat_timeout, tick=p.quorum_tick)
+    costs = Costs(step_time=p.step_time, quorum_cost=p.quorum_cost, reconfigure=p.reconfigure_time,
+                  heal=p.heal_time, detection=detection, load=tr.load_time if tr is not None else 0.0,
+                  overlap=p.async_quorum, init_sync=p.init_sync, sync_every=p.sync_every,
+                  quorum_retries=p.quorum_retries, quorum_timeout=p.quorum_timeout,
+                  restart=a.worker_start + a.worker_start_per_node * p.group_size,
+                  min_commit=p.min_replica_size or p.min_replicas, timeout=p.timeout, ids=p.lighthouse_ids,
+                  stale_connect=p.stale_connect_timeout)
     return Lighthouse(rules, costs, sc.duration, seed=sc.seed)
 
 

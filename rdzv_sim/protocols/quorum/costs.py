@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)   # 16 fields: by name, never by position
 class Costs:
     step_time: float = 5.0          # seconds of one step's compute
     quorum_cost: float = 0.01       # seconds each step spends asking for its quorum
