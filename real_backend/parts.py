@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rdzv_sim.protocols.registry import part
+from rdzv_sim.protocols.registry import get
 
 VALIDATOR = "real/validate"
 
@@ -12,4 +12,4 @@ VALIDATOR = "real/validate"
 def validator_of(protocol: str) -> Callable | None:
     """`validate(scenario, out) -> verdict dict`: `rdzv-sim validate` for `protocol`, when its
     real side is not the generic launcher (the per-step quorum's is torchft's Lighthouse)."""
-    return part(protocol, VALIDATOR)
+    return get(protocol).part(VALIDATOR)
