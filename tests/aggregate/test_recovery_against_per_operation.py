@@ -111,7 +111,7 @@ def recovery_scenarios(draw):
             "faults": faults}
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(recovery_scenarios())
 def test_drawn_recoveries_agree_at_both_fidelities(sc):
     assert_agree(*outcome(sc))
