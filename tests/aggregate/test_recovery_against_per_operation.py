@@ -103,7 +103,11 @@ def recovery_scenarios(draw):
             "duration": 100 + 400 * (slots[-1] + 2),
             "cluster": {"nodes": n, "nproc_per_node": 8, "start_spread": 0},
             "store": {"host": None},
-            "protocol": {"name": "hrw", "min_nodes": draw(st.integers(1, n)), "max_nodes": n,
+            # in_process: enough survivors that no failure falls back (a store round then would
+            # seat n of the live hosts and spares by an arrival race, and a later fault could hit
+            # a member at one fidelity and a waiter at the other: seed 4082793729 found it)
+            "protocol": {"name": "hrw", "min_nodes": draw(st.integers(1, max(1, n - k) if mode == "in_process" else n)),
+                         "max_nodes": n,
                          "probe_interval": 86400},
             "agent": {"recovery": mode, "worker_start": 5},
             "scheduler": {"hot_spares": spares},

@@ -4,7 +4,7 @@ import pytest
 from hrw import Placement
 from rdzv_sim.protocols import RendezvousTimeout
 from rdzv_sim.protocols.hrw import HrwProtocol, HrwSettings
-from rdzv_sim.sim.sandbox import rendezvous_all
+from rdzv_sim.sim.sandbox import Sandbox, rendezvous_all
 
 
 def run_rdzv(proto, n, until=100.0, nodes=None):
