@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .intervals import t_interval as _t_interval
+from .intervals import t_interval
 from .report.caveats import CAVEATS
 from .sweep import run_specs
 
@@ -281,7 +281,7 @@ class _Search:
         lines = []
         for p, v in zip(alone, vals):
             key = next(k for k in p if p[k] != baseline[k])
-            m, lo, hi = _t_interval(np.array(v) - np.array(base_vals))
+            m, lo, hi = t_interval(np.array(v) - np.array(base_vals))
             lines.append(f"{key} = {show_value(best[key])} alone (the rest as they are): "
                          f"{m:+.4f} ({lo:+.4f} to {hi:+.4f}).")
         return lines
@@ -296,10 +296,10 @@ def _answer(table, knobs, best, baseline, base_vals, per_seed, objective) -> lis
     from scipy import stats
     top = table.iloc[0]
     top_vals = top[per_seed].to_numpy(float)
-    m, lo, hi = _t_interval(top_vals)
+    m, lo, hi = t_interval(top_vals)
     settings = ", ".join(f"{k} = {show_value(v)}" for k, v in best.items())
     now = ", ".join(f"{k} = {show_value(v)}" for k, v in baseline.items())
-    d, dlo, dhi = _t_interval(top_vals - base_vals)
+    d, dlo, dhi = t_interval(top_vals - base_vals)
     lines = [f"Best of {len(table)} candidates: {settings}, {objective} {m:.4f} "
              f"(95% interval over {len(per_seed)} seeds: {lo:.4f} to {hi:.4f}).",
              f"Against the current settings ({now}, {objective} {base_vals.mean():.4f}): "

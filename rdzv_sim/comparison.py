@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .intervals import t_interval as _t_interval
+from .intervals import t_interval
 from .report.caveats import CAVEATS
 from .sweep import run_specs
 
@@ -109,9 +109,9 @@ def _summarise(vary: dict, seeds: list, runs: pd.DataFrame, gpus: int) -> Compar
         for m in (metric, *(x for x in METRICS if x != metric)):
             if m not in g or not g[m].notna().any():
                 continue
-            mean, lo, hi = _t_interval(g[m].to_numpy(dtype=float))
+            mean, lo, hi = t_interval(g[m].to_numpy(dtype=float))
             row |= {m: mean, f"{m}_lo": lo, f"{m}_hi": hi}
-        d, dlo, dhi = _t_interval(g[metric].to_numpy(dtype=float) - by[best][metric].to_numpy(dtype=float))
+        d, dlo, dhi = t_interval(g[metric].to_numpy(dtype=float) - by[best][metric].to_numpy(dtype=float))
         row |= {f"{metric}_vs_best": d, f"{metric}_vs_best_lo": dlo, f"{metric}_vs_best_hi": dhi}
         for c in COUNTS:
             if c in g:

@@ -93,14 +93,14 @@ POINT_METRICS = ("goodput", "ettr", "running_fraction", "mttr_s", "rdzv_latency_
 def points(df: pd.DataFrame, keys: list[str], metrics=POINT_METRICS) -> pd.DataFrame:
     """A row per grid point: its seeds (the replications) and, for each metric, the mean and
     its 95% t-interval over them (`_lo`, `_hi`; NaN with one seed)."""
-    from .intervals import t_interval as _t_interval
+    from .intervals import t_interval
     rows = []
     for values, g in df.groupby(keys, sort=False, dropna=False):
         values = values if isinstance(values, tuple) else (values,)
         row = dict(zip(keys, values)) | {"seeds": len(g)}
         for m in metrics:
             if m in g and g[m].notna().any():
-                mean, lo, hi = _t_interval(g[m].dropna().to_numpy(dtype=float))
+                mean, lo, hi = t_interval(g[m].dropna().to_numpy(dtype=float))
                 row |= {m: mean, f"{m}_lo": lo, f"{m}_hi": hi}
         rows.append(row)
     return pd.DataFrame(rows)

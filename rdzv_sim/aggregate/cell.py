@@ -20,9 +20,7 @@ from ..sim import in_place
 from .hosts import HostCodes, HostList
 from .round_model import CellSpec, Formed
 from ..events import Event
-
-
-LOST_STORE = "store connection lost: the store's host is down"     # the agents' error, as per operation
+from ..sim.store import LOST as LOST_STORE      # the agents' error, as per operation
 
 
 class CellTrace:

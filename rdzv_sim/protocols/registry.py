@@ -43,14 +43,13 @@ class ProtocolSpec:
 
     def part(self, kind: str, default: Any = None) -> Any:
         """The kit's part of `kind` (a part named by path imported on first use), or `default`."""
-        if kind in self._resolved:
-            return self._resolved[kind]
-        p = self.kit.parts.get(kind, default) if self.kit is not None else default
-        if isinstance(p, str) and kind in (self.kit.parts if self.kit is not None else {}):
-            p = resolve(p)
-        if self.kit is not None and kind in self.kit.parts:
-            self._resolved[kind] = p
-        return p
+        parts = self.kit.parts if self.kit is not None else {}
+        if kind not in parts:
+            return default
+        if kind not in self._resolved:
+            p = parts[kind]
+            self._resolved[kind] = resolve(p) if isinstance(p, str) else p
+        return self._resolved[kind]
 
     @property
     def needs(self) -> frozenset:

@@ -32,13 +32,13 @@ class OneStore:
 
     def joined(self, result):
         """The agent was assigned in `result` (a generator: it may ask the store's address)."""
-        self._assign(result)
+        self.remember(result)
         return None
         yield  # noqa: unreachable - a generator, as AgentFailover's
 
     def exited(self, last):
         """The rendezvous gave up, `last` the round it was assigned in meanwhile, if any."""
-        self._assign(last)
+        self.remember(last)
         return None
         yield  # noqa: unreachable - a generator, as AgentFailover's
 
@@ -55,5 +55,3 @@ class OneStore:
         """The agent was assigned in `result` on the store at `home` ((addr, port), if known)."""
         if result is not None and result is not self.last:
             self.last = result
-
-    _assign = remember

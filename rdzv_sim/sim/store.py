@@ -30,6 +30,9 @@ def payload(op) -> int:
     return len(op.key) if f is None else f(op)
 
 
+
+LOST = "store connection lost: the store's host is down"     # what every waiter is told when it dies
+
 class StoreServer:
     def __init__(self, env: simpy.Environment, host: str, service, trace=None):
         """`service`: the scenario's store section (its `service(nbytes)`)."""
@@ -59,7 +62,7 @@ class StoreServer:
             self.trace.record(self.env.now, "store", Event.FAULT_STORE_CRASH, detail={"cause": cause})
         self.alive = False
         self.died_at = self.env.now
-        err = StoreError("store connection lost: the store's host is down")
+        err = StoreError(LOST)
         for lst in [*(d.items() for d in self.waiters.values()), *self.change_waiters.values()]:
             for ev, _ in lst:
                 if callable(ev):

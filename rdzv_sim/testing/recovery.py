@@ -14,19 +14,18 @@ from ..protocols.recovery import (ABSORBS, EVENT, IN_PLACE_EVENTS, Fallback, Fau
                                   world)
 from .violations import Violation
 
-IN_PLACE = tuple(sorted(IN_PLACE_EVENTS))      # the machine's rules name them, the checker reads them
 
 
 def in_place_rounds(events: pd.DataFrame) -> set[int]:
     """Rounds a recovery in place made (no store round, no rendezvous)."""
-    rows = events.loc[events["event"].isin(IN_PLACE), "round"].dropna()
+    rows = events.loc[events["event"].isin(IN_PLACE_EVENTS), "round"].dropna()
     return set(rows.astype(int).tolist())
 
 
 def _worlds(events: pd.DataFrame) -> dict[int, tuple[float, list[str]]]:
     """round -> (when it began: its ranks given, or its recovery in place; its members in rank order)."""
     ra = events[events["event"] == Event.RANK_ASSIGNED]
-    began = events[events["event"].isin(IN_PLACE)].groupby("round")["t"].min().to_dict()
+    began = events[events["event"].isin(IN_PLACE_EVENTS)].groupby("round")["t"].min().to_dict()
     out = {}
     for rnd, g in ra.groupby("round"):
         g = g.sort_values("rank", kind="stable")
@@ -60,7 +59,7 @@ def recovers_as_its_mode_says(tables: dict, scenario) -> list[Violation]:
     mode = Mode(scenario.agent.recovery)
     out = []
     allowed = {EVENT[mode]} if mode in EVENT else set()
-    for kind in IN_PLACE:
+    for kind in IN_PLACE_EVENTS:
         if kind not in allowed and (ev["event"] == kind).any():
             out.append(Violation("recovers_as_its_mode_says", f"a {kind} under agent.recovery {mode}"))
     if mode is Mode.IN_JOB and (ev["event"] == Event.RECOVERY_FALLBACK).any():
@@ -119,8 +118,7 @@ def falls_back_only_when_due(tables: dict, scenario) -> list[Violation]:
         elif why == Fallback.BELOW_MIN:
             # the world the rules make with no spare (the tables do not say which hosts were
             # the world's spares): spares only add to it, so it bounds the one the job made
-            least = world(mode, before[1], crashed, failed, (), scenario.scheduler.segment
-                          if mode is Mode.IN_PROCESS else 1)
+            least = world(mode, before[1], crashed, failed, (), scenario.scheduler.segment)
             ok = len(least) < scenario.min_nodes or not least
         elif why == Fallback.ITERATIONS:
             k, r = 0, rnd

@@ -15,8 +15,7 @@ from .columns import asof_by, distinct, label_codes, runs
 from .details import closed_counts, latencies, parse_details, round_facts
 from .ranked import Ranked, ranked_members
 
-IN_PLACE = tuple(sorted(IN_PLACE_EVENTS))           # the events that open a world made in place
-JOINS = (Event.JOIN, *IN_PLACE)
+JOINS = (Event.JOIN, *IN_PLACE_EVENTS)
 COLUMNS = ["round", "start", "end", "latency", "nnodes", "world_size", "members", "consistent", "holes",
            "formed_by", "store_ops", "store_bytes"]
 RENDEZVOUS = "rendezvous"                # formed_by of a store round; a world made in place: its event
@@ -88,7 +87,7 @@ class RoundsFold:
         t = events["t"].to_numpy(dtype=float)
         self.facts.update(round_facts(events))
         self.closed.update(closed_counts(events))
-        made = events.loc[kind.isin(IN_PLACE), ["round", "event"]].dropna().drop_duplicates("round")
+        made = events.loc[kind.isin(IN_PLACE_EVENTS), ["round", "event"]].dropna().drop_duplicates("round")
         for rnd, how in zip(made["round"].astype(int), made["event"].astype(str)):
             self.in_place.setdefault(rnd, how)
         if mask.any():

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rdzv_sim.advise import _t_interval
+from rdzv_sim.intervals import t_interval as _t_interval
 
 
 @pytest.mark.parametrize("values, t", [

@@ -64,7 +64,7 @@ KEEPS_FAILED = {Mode.IN_PROCESS: True, Mode.SHRINK: False}   # a member whose wo
 USES_SPARES = {Mode.IN_PROCESS: True, Mode.SHRINK: False}    # the wrapper's inactive ranks fill in
 KEEPS_STATE = {Mode.IN_PROCESS: False, Mode.SHRINK: True}    # training goes on from memory (no reload)
 EVENT = {Mode.IN_PROCESS: Event.IN_PROCESS_RESTART, Mode.SHRINK: Event.SHRINK}   # what a world made so records
-IN_PLACE_EVENTS = frozenset(EVENT.values())     # the events that open a world made in place
+IN_PLACE_EVENTS = tuple(EVENT.values())         # the events that open a world made in place
 
 
 class InProcess(BaseModel):
@@ -176,7 +176,7 @@ def plan(cfg, fault: Fault, members: Sequence[str], lost: Collection[str] = (),
         return Plan(False, Fallback.MODE)
     if mode is Mode.IN_PROCESS and out_of_iterations(cfg, iteration):
         return Plan(False, Fallback.ITERATIONS)
-    new = world(mode, members, lost, failed, spares, segment if mode is Mode.IN_PROCESS else 1)
+    new = world(mode, members, lost, failed, spares, segment)     # (whole segments: in_process's only)
     if len(new) < min_nodes or not new:
         return Plan(False, Fallback.BELOW_MIN)
     if mode is Mode.IN_PROCESS:
