@@ -80,6 +80,13 @@ class Event(str, Enum):
     NODE_EXCLUDED = "node_excluded"
     JOB_FAILED = "job_failed"
     JOB_REQUEUED = "job_requeued"
+    # the cluster around the job (rdzv_sim/cluster)
+    HOST_REPAIRED = "host_repaired"            # out of the repair pipeline (fixed or not)
+    HOST_RETIRED = "host_retired"              # never chosen again
+    HOSTS_SELECTED = "hosts_selected"          # the scheduler chose hosts for the job
+    HOST_PREEMPTED = "host_preempted"          # a spare pool's host taken from its other work
+    HOST_UNDIAGNOSED = "host_undiagnosed"      # a failure pinned on nobody: its host goes back as it is
+    HOST_MISDIAGNOSED = "host_misdiagnosed"    # a healthy host blamed for another's failure
 
 
 E = Event
@@ -110,6 +117,8 @@ DETAIL: dict[Event, tuple[str, ...]] = {
     E.STORE_MEMBER_BACK: ("member",), E.STORE_MEMBER_RESUMED: ("member",),
     E.STORE_LEADER_ELECTED: ("member",), E.STORE_LEADER_LOST: ("member",),
     E.NODE_EXCLUDED: ("failures", "slowdown", "why"), E.JOB_FAILED: ("why",),
+    E.HOST_REPAIRED: ("fixed", "stages", "took"), E.HOST_RETIRED: ("failures",),
+    E.HOSTS_SELECTED: ("count", "preempted"), E.HOST_MISDIAGNOSED: ("failed",),
 }
 # events whose `latency` field is kept as the events table's `latency` number column, not in
 # their JSON detail: a value each row has its own of, which as text would make every row's

@@ -107,7 +107,7 @@ def fold_tables(scenario, events, slices, stats, round_ops=None, load=None, load
     rounds = stamp(rounds, sc.name, sc.seed)
     summary = summary_table(thin, rounds, stats, sc.name, sc.seed,
                             training.summary if training is not None else None, spans, det,
-                            recovery=sc.agent.recovery)
+                            recovery=sc.agent.recovery, lifecycle=sc.lifecycle is not None)
     store_load = None if load is None else store_load_table(load, load_bin, sc.name, sc.seed)
     interruptions = None if training is None else stamp(training.interruptions, sc.name, sc.seed)
     quorums = None if training is None or training.quorums is None else stamp(training.quorums, sc.name, sc.seed)

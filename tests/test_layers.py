@@ -16,7 +16,7 @@ TORCH_OK = {"hrw/torch_path.py", "hrw/gpu_check.py"}
 LAYERS = [
     ("hrw",),
     ("rdzv_sim.errors", "rdzv_sim.ops", "rdzv_sim.events", "rdzv_sim.reasons"),
-    ("rdzv_sim.protocols",),
+    ("rdzv_sim.protocols", "rdzv_sim.cluster"),
     ("rdzv_sim.scenario", "rdzv_sim.incidents"),
     ("rdzv_sim.trace",),
     ("rdzv_sim.sim", "rdzv_sim.aggregate", "rdzv_sim.models"),

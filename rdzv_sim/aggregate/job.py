@@ -104,6 +104,10 @@ class AggregateJob(Job):
         if node.alive:
             self.cell_of[node.name].workers_failed(node.name, self.env.now)
 
+    def trains(self, node: SimNode) -> bool:
+        cell = self.cell_of[node.name]
+        return node.alive and bool(cell.is_member[cell.host.code[node.name]]) and self.env.now >= cell.t_ws
+
     def fresh_store(self) -> None:
         self.store.restart()
         self.gen += 1

@@ -22,7 +22,7 @@ def spare_problems(sc: Scenario) -> list[tuple[tuple, str]]:
 def problems(sc: Scenario) -> list[tuple[tuple, str]]:
     """Every problem of `sc` the types let through, each with its YAML path, in a fixed order."""
     node = _NodeCheck(sc)
-    out = spare_problems(sc) + _cluster(sc, node) + _store(sc, node) + _protocol(sc)
+    out = spare_problems(sc) + _cluster(sc, node) + _store(sc, node) + _protocol(sc) + _lifecycle(sc)
     if sc.fidelity == "aggregate":
         out += _aggregate(sc)
     out += _random_settings(sc)
@@ -48,6 +48,18 @@ class _NodeCheck:
             return []
         return [(path, f"node {idx} does not exist (the cluster has nodes 0..{self.n - 1}"
                        + (", spares included" if self.spares else "") + ")")]
+
+
+def _lifecycle(sc: Scenario) -> list:
+    """A working pool holds the job and its hot spares."""
+    lc, out = sc.lifecycle, []
+    if lc is None:
+        return out
+    if lc.working_pool is not None and lc.working_pool < sc.started_hosts:
+        out.append((("lifecycle", "working_pool"),
+                    f"a working pool of {lc.working_pool} hosts cannot hold the job's {sc.cluster.nodes} nodes "
+                    f"and {sc.spare_hosts} hot spares ({sc.started_hosts})"))
+    return out
 
 
 def _cluster(sc: Scenario, node: _NodeCheck) -> list:

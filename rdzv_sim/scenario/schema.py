@@ -6,6 +6,7 @@ from typing import Annotated, Literal, Union
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, NonNegativeFloat, PositiveFloat,
                       PositiveInt, Tag, create_model, model_validator)
 
+from ..cluster.settings import Lifecycle
 from ..protocols.agent import AgentSettings as Agent
 from ..protocols.hrw import HrwSettings
 from ..protocols.settings import ProtocolSettings
@@ -267,6 +268,9 @@ class Scenario(Strict):
     shards: Shards = Shards()                    # what placement policies assign to members
     training: Training | None = None             # the training job, for goodput
     scheduler: Scheduler = Scheduler()           # Slurm / Kubernetes around the job
+    # the cluster around the job: repairs, bad hosts, retirement, selection, a spare pool,
+    # diagnosis (docs/cluster.md); None: hosts come back from repair as the faults say
+    lifecycle: Lifecycle | None = None
     # per_operation: every store request simulated (exact); aggregate: a round's requests as
     # batches on a FIFO queue, the job as one state machine (fast; its error is in
     # reports/sim_speed.md). Aggregate models hrw with crashes, restarts, worker failures.
@@ -282,7 +286,16 @@ class Scenario(Strict):
 
     @property
     def hosts(self) -> int:
-        """Hosts simulated: the job's nodes and the scheduler's hot spares."""
+        """Hosts simulated: the job's nodes and the scheduler's hot spares, and with a
+        lifecycle the rest of the working pool and the spare pool."""
+        lc = self.lifecycle
+        if lc is None:
+            return self.started_hosts
+        return max(self.started_hosts, lc.working_pool or 0) + lc.spare_pool.hosts
+
+    @property
+    def started_hosts(self) -> int:
+        """Hosts whose agents start with the job: its nodes and the hot spares."""
         return self.cluster.nodes + self.spare_hosts
 
     @property

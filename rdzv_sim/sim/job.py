@@ -29,6 +29,7 @@ from . import faults, network
 from .network import Network
 from .node import SimNode
 from .replicated import ReplicatedStore
+from .cluster import Cluster
 from .scheduler import Scheduler
 from .store import StoreServer
 from .world import SimWorld
@@ -70,7 +71,7 @@ class Job:
         self.sc = sc
         self.env = env = simpy.Environment()
         self._events = _count_events(env)
-        self.seeds = seeds = np.random.SeedSequence(sc.seed).spawn(5)   # the first four as they always were
+        self.seeds = seeds = np.random.SeedSequence(sc.seed).spawn(6)   # the first four as they always were
         rng_net, self.rng_start, self._rng_faults = (np.random.default_rng(s) for s in seeds[:3])
         n = sc.hosts                                     # the job's nodes and its hot spares
         width = len(str(n - 1))
@@ -102,6 +103,7 @@ class Job:
         self.hosts = hosts
         self.nodes = {h: SimNode(NodeInfo(h, h, sc.cluster.nproc_per_node, i), rack=self.net.rack_of(h))
                       for i, h in enumerate(hosts)}
+        self.cluster = Cluster(self, np.random.default_rng(seeds[5])) if sc.lifecycle is not None else None
         self.scheduler = Scheduler(self)
         self.world = SimWorld(self)
 
@@ -121,6 +123,10 @@ class Job:
 
     def fail_workers(self, node: SimNode) -> None:
         """The node's workers fail (a software bug, a watchdog): its agent restarts them."""
+        raise NotImplementedError
+
+    def trains(self, node: SimNode) -> bool:
+        """Whether the host's workers train now (in a world whose workers started)."""
         raise NotImplementedError
 
     def fresh_store(self) -> None:
@@ -174,6 +180,8 @@ class Job:
         from ..protocols.recovery import Fault
         if unusable:
             return Fault.DEVICE_UNUSABLE
+        if self.cluster is not None and cause in self.cluster.causes:
+            return Fault(self.sc.lifecycle.failures.fault)      # as the lifecycle says its failures are
         fast = detection is None and cause == "crash" and self.sc.agent.peer_crash_detection is not None
         return Fault.HOST_LOST if fast else Fault.HOST_VANISHED
 
@@ -186,11 +194,13 @@ class Job:
         for i, h in enumerate(self.hosts):
             if i in late:
                 env.process(self._start_at(self.nodes[h], late[i], "slow_join"))
-            elif i < first or i >= sc.cluster.nodes:      # hot spares start with the job
+            elif (i < first or i >= sc.cluster.nodes) and i < sc.started_hosts:   # hot spares start with the job
                 env.process(self._start_at(self.nodes[h], float(offsets[i]), "start"))
         for actions in timeline(sc):
             if actions[0].kind != Act.START:          # slow joins start above, with the others
                 env.process(faults.scheduled(self, actions, sc.faults[actions[0].fault].anchor))
+        if self.cluster is not None:
+            self.cluster.start()
         for rf in sc.random_faults:
             if rf.kind == "interruptions":
                 env.process(faults.interruptions(

@@ -25,6 +25,8 @@ class Scheduler:
     def failed(self, node) -> None:
         """A host failed (crash of any cause): count it, drain it at the limit."""
         node.failures += 1
+        if self.sim.cluster is not None:
+            self.sim.cluster.failed(node)
         limit = self.cfg.exclude_after
         if limit is not None and node.failures >= limit and node.name not in self.excluded:
             self.excluded.add(node.name)
@@ -47,6 +49,8 @@ class Scheduler:
         self.sim.crash(node, "drained", self.sim.notice_delay("crash"))
 
     def may_start(self, node, why: str) -> bool:
+        if self.sim.cluster is not None and not self.sim.cluster.may_start(node, why):
+            return False                     # the cluster holds it (in repair, idle, retired)
         return why == "start" or node.name not in self.excluded
 
     def agent_ended(self) -> None:

@@ -115,6 +115,9 @@ class Simulation(Job):
                     and self.in_place.fault(node.running_round, Fault.WORKERS_FAILED, node.name, 0.0)):
                 node.signal(Reason.WORKERS_FAILED)
 
+    def trains(self, node: SimNode) -> bool:
+        return node.alive and node.running_round is not None
+
     def fresh_store(self) -> None:
         self.in_place = InPlace(self)            # a requeued job's worlds start again
         if self.in_place.on:

@@ -10,7 +10,9 @@ import pandas as pd
 
 from ..events import Event
 from ..protocols.recovery import Fallback
+from ..cluster.rules import BAD_HOST, HOST_FAILURE
 from .columns import stamp
+from .details import parse_details
 from .details import rank_details
 from .rounds import JOINS, RENDEZVOUS, rounds_table  # noqa: F401  (where they were)
 from .tracer import Tracer
@@ -91,9 +93,29 @@ def recoveries(events: pd.DataFrame, rounds: pd.DataFrame, mode: str) -> dict:
             **{f"fallbacks_{f.value}": int(why.get(f.value, 0)) for f in Fallback}}
 
 
+def lifecycle_counts(events: pd.DataFrame) -> dict:
+    """What the cluster around the job did: its hosts' failures (those of bad hosts' badness
+    apart), host selections, preemptions, repairs (and those that did not work), retirements,
+    failures pinned on nobody or on the wrong host."""
+    kind = events["event"]
+    crash = (kind == Event.FAULT_CRASH).to_numpy()
+    cause = pd.Series(parse_details(events["detail"], crash, ("cause",))["cause"], dtype=object)
+    repaired = (kind == Event.HOST_REPAIRED).to_numpy()
+    fixed = parse_details(events["detail"], repaired, ("fixed",))["fixed"]
+    return {"host_failures": int(cause.isin([HOST_FAILURE, BAD_HOST]).sum()),
+            "systematic_failures": int((cause == BAD_HOST).sum()),
+            "host_selections": int((kind == Event.HOSTS_SELECTED).sum()),
+            "preemptions": int((kind == Event.HOST_PREEMPTED).sum()),
+            "repairs": int(repaired.sum()),
+            "repairs_failed": int(sum(1 for f in fixed if f is False or f == 0)),
+            "hosts_retired": int((kind == Event.HOST_RETIRED).sum()),
+            "undiagnosed": int((kind == Event.HOST_UNDIAGNOSED).sum()),
+            "misdiagnosed": int((kind == Event.HOST_MISDIAGNOSED).sum())}
+
+
 def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
                   scenario: str, seed: int, training: dict | None, spans: pd.DataFrame,
-                  det: dict | None = None, recovery: str = "in_job") -> pd.DataFrame:
+                  det: dict | None = None, recovery: str = "in_job", lifecycle: bool = False) -> pd.DataFrame:
     """One row of headline metrics; `training`: the training model's (ettr, goodput, ...);
     `spans`: the run's round spans (`rdzv_sim.training.round_spans`); `det`: the events'
     `rank_details`, when the caller has them already (the rounds fold's: the store rounds'
@@ -123,6 +145,7 @@ def summary_table(events: pd.DataFrame, rounds: pd.DataFrame, stats: RunStats,
         **recoveries(events, rounds, recovery),
         "running_fraction": running_fraction(spans, stats.duration),
         **(training if training is not None else {k: math.nan for k in NAN_TRAINING}),
+        **(lifecycle_counts(events) if lifecycle else {}),
         "all_rounds_consistent": bool(rounds["consistent"].all()) if len(rounds) else True,
         "sim_events": int(stats.sim_events),
     }
