@@ -59,10 +59,17 @@ def run(
     trust_includes: bool = typer.Option(False, "--trust-includes",
                                         help="Let `include:` name files outside the scenario's folder."),
     long: bool = typer.Option(False, "--long", help="Run even when the estimate says it takes long."),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="Replications: N seeds (the scenario's, +1, ...), "
+                                        "or `auto`: until the 95% interval is within --ci of the mean."),
+    ci: float = typer.Option(0.05, "--ci", help="With --seeds auto: the interval's half-width over the mean."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="The figure replications are for "
+                                         "(default: ettr with a training model, else rounds_completed)."),
 ):
     """Simulate one scenario; write events/rounds/summary tables and print the summary.
     The output folder appears when the run is done, whole; an interrupted run writes nothing."""
     from .scenario.load import ScenarioError, load
+    if seeds is not None:
+        return _replications(scenario, out, seed, set_, trust_includes, seeds, ci, metric)
     if len(protocol) > 1:
         return _compare(scenario, out, seed, set_, protocol, report, trust_includes)
     try:
@@ -125,6 +132,58 @@ def _run(sc, out, progress: bool, report: bool, csv: bool) -> None:
     for line in opening(result.tables(), result.scenario.model_dump(mode="json")):
         out_console.print(line, highlight=False)
     out_console.print(f"tables: {target}/ ({', '.join(p.name for p in written)})", highlight=False)
+
+
+def _replications(scenario, out, seed, set_, trust_includes, seeds: str, ci: float, metric) -> None:
+    """Replications over seeds: one summary row a seed (replications.csv) and the figure's
+    95% interval."""
+    from .outputs import OutputError, atomic_folder
+    from .replications import replicate
+    from .scenario.load import ScenarioError, load
+    try:
+        sc = load(scenario, set_, seed, trust_includes=trust_includes)
+    except ScenarioError as e:
+        _fail(e.messages)
+    if seeds != "auto" and not (seeds.isdigit() and int(seeds) >= 1):
+        _fail([f"--seeds {seeds}: give a number of seeds (1 or more) or auto"])
+    if seeds == "auto" and not ci > 0:
+        _fail([f"--ci {ci}: the interval's half-width over the mean must be > 0 (0.05 is 5%)"])
+    metric = metric or ("ettr" if sc.training is not None else "rounds_completed")
+    done = lambda n: err_console.print(f"{sc.name}: {n} seeds done", highlight=False)   # noqa: E731
+    try:
+        reps = replicate(sc, None if seeds == "auto" else int(seeds), ci if seeds == "auto" else None,
+                         metric, progress=done)
+    except ValueError as e:
+        _fail([str(e)])
+    target = out or Path(sc.outputs.dir or f"runs/{sc.name}-seeds")
+    try:
+        with atomic_folder(target) as tmp:
+            reps.summaries.to_csv(tmp / "replications.csv", index=False)
+            (tmp / "scenario.yaml").write_text(yaml_dump(sc))
+    except OutputError as e:
+        _fail([str(e)])
+    table = reps.summaries
+    t = Table(title=f"{sc.name}: {len(table)} seeds from {sc.seed}", header_style="bold")
+    for c in ("metric", "mean", "sd", "min", "max"):
+        t.add_column(c, justify="right" if c != "metric" else "left")
+    for c in table.columns:
+        if c in ("schema_version", "scenario", "seed") or not pd_numeric(table[c]):
+            continue
+        v = table[c].astype(float)
+        t.add_row(c, *(_fmt(x) for x in (v.mean(), v.std(ddof=1) if len(v) > 1 else float("nan"), v.min(), v.max())))
+    out_console.print(t)
+    out_console.print(reps.line(), highlight=False)
+    out_console.print(f"tables: {target}/replications.csv (a summary row a seed)", highlight=False)
+
+
+def pd_numeric(col) -> bool:
+    import pandas as pd
+    return pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+
+
+def yaml_dump(sc) -> str:
+    import yaml
+    return yaml.safe_dump(sc.model_dump(mode="json"), sort_keys=False)
 
 
 COMPARE = ["rounds_completed", "rdzv_latency_p50", "rdzv_latency_p99", "round_latency_p50",

@@ -23,6 +23,7 @@ LAYERS = [
     ("rdzv_sim.training", "rdzv_sim.placement"),
     ("rdzv_sim.result", "rdzv_sim.api", "rdzv_sim.estimate", "rdzv_sim.outputs"),
     ("rdzv_sim.report", "rdzv_sim.sweep", "rdzv_sim.advise", "rdzv_sim.comparison", "rdzv_sim.intervals",
+     "rdzv_sim.replications",
      "rdzv_sim.progress",
      "rdzv_sim.cli", "rdzv_sim.__main__",
      "rdzv_sim"),

@@ -105,8 +105,11 @@ class AggregateJob(Job):
             self.cell_of[node.name].workers_failed(node.name, self.env.now)
 
     def trains(self, node: SimNode) -> bool:
+        """A member of a world whose workers started and loaded their checkpoint (the training
+        model's load time: a world reloading makes no progress)."""
         cell = self.cell_of[node.name]
-        return node.alive and bool(cell.is_member[cell.host.code[node.name]]) and self.env.now >= cell.t_ws
+        load = self.sc.training.load_time if self.sc.training is not None else 0.0
+        return node.alive and bool(cell.is_member[cell.host.code[node.name]]) and self.env.now >= cell.t_ws + load
 
     def fresh_store(self) -> None:
         self.store.restart()

@@ -152,6 +152,49 @@ def _theory(s: pd.Series, scenario: dict) -> str | None:
             f"Young's interval is {span(young)}; this run checkpoints every {span(interval)}.")
 
 
+# the setting that keeps a job going past each reason its agents exit for
+TO_CHANGE = {"max_restarts": "agent.max_restarts", "rendezvous_timeout": "protocol.join_timeout",
+             "too_many_failed_rounds": "agent.max_restarts", "store_lost": "store.host (a launcher's store) "
+             "or a protocol that fails over", "store_timeout": "store.op_timeout",
+             "no_quorum": "the store's replicas", "rendezvous_closed": "protocol.min_nodes"}
+STARTS = (Event.WORKERS_STARTED, Event.JOB_REQUEUED, Event.IN_PROCESS_RESTART, Event.SHRINK)   # the job runs
+LIFE = (Event.NODE_START, Event.AGENT_EXIT, Event.FAULT_CRASH, Event.AGENT_STOPPED)   # an agent's last word
+
+
+def stopped(events: pd.DataFrame, duration: float, scenario: dict) -> str | None:
+    """Why the job stopped for good, if it did: every agent exited and nothing started after
+    the last of them, with the time, the reasons and the setting to change."""
+    kind = events["event"]
+    exits = events[kind == Event.AGENT_EXIT]
+    if not len(exits):
+        return None
+    ran = events.loc[kind.isin(STARTS), "t"]
+    last_ran = float(ran.max()) if len(ran) else -math.inf
+    after = exits[exits["t"] >= last_ran]
+    if not len(after):
+        return None
+    life = events[kind.isin(LIFE)].drop_duplicates("node", keep="last")
+    if (life["event"] == Event.NODE_START).any():
+        return None                        # some agent still runs (its workers may be stuck)
+    last = float(after["t"].iloc[0]) if len(after) else float(exits["t"].max())
+    exits = after
+    reasons = pd.Series([_reason(d) for d in exits["detail"]]).value_counts()
+    said = ", ".join(f"{r} ({n:,})" for r, n in reasons.items())
+    change = sorted({TO_CHANGE.get(r, "scheduler.requeue_delay") for r in reasons.index})
+    requeue = (scenario.get("scheduler") or {}).get("requeue_delay") is None
+    return (f"The job stopped for good at t = {last:,.0f} s ({last / duration:.1%} of the run): every agent "
+            f"exited ({said}), and nothing ran for the last {span(duration - last)}. To keep it going, change "
+            f"{' or '.join(change)}" + (", or requeue a dead job (scheduler.requeue_delay)." if requeue else "."))
+
+
+def _reason(detail) -> str:
+    import json
+    try:
+        return str(json.loads(detail).get("reason", "?")) if isinstance(detail, str) and detail else "?"
+    except ValueError:
+        return "?"
+
+
 def opening(tables: dict, scenario: dict) -> list[str]:
     """The report's first paragraphs, from the saved tables and the scenario."""
     s = tables["summary"].iloc[0]
@@ -169,6 +212,9 @@ def opening(tables: dict, scenario: dict) -> list[str]:
     if tables["events"] is not None:            # (a streamed run's are on disk)
         fault = _first_fault(tables["events"], tables["rounds"], per_step)
         out.append(fault or "No fault was injected.")
+        end = stopped(tables["events"], duration, scenario)
+        if end:
+            out.append(end)
     if per_step:
         p = scenario.get("protocol") or {}
         groups = int(s["nodes"]) // int(p.get("group_size") or 1)

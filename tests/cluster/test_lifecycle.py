@@ -110,3 +110,30 @@ def test_bad_lifecycle_is_refused_by_its_yaml_path_without_a_traceback(tmp_path,
                        capture_output=True, text=True)
     assert p.returncode != 0 and "Traceback" not in p.stderr and where in p.stderr + p.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_the_answer_says_why_a_job_stopped_and_what_to_change(tmp_path):
+    from rdzv_sim.report.answer import stopped
+    path = tmp_path / "stop.yaml"
+    path.write_text(BASE.format(seed=1, duration=20000, fidelity="aggregate", spares=1, lifecycle=FAST)
+                    .replace("max_restarts: 100000", "max_restarts: 0"))
+    r = rdzv_sim.run(str(path))
+    line = stopped(r.events, 20000, r.scenario.model_dump(mode="json"))
+    if r.summary.iloc[0]["host_failures"]:
+        assert "every agent exited" in line and "agent.max_restarts" in line
+    running = rdzv_sim.run(str(path), ["lifecycle.failures.per_host_day=1e-6"])      # nothing fails
+    assert stopped(running.events, 20000, running.scenario.model_dump(mode="json")) is None
+
+
+def test_replications_stop_once_the_interval_is_within_the_target(tmp_path):
+    from rdzv_sim.replications import replicate
+    path = tmp_path / "reps.yaml"
+    path.write_text(BASE.format(seed=1, duration=5000, fidelity="aggregate", spares=1, lifecycle=FAST))
+    sc = load(str(path))
+    wide = replicate(sc, None, 10.0, "host_failures", least=3)
+    assert len(wide.summaries) == 3 and wide.met                  # met at the least
+    fixed = replicate(sc, 4, None, "host_failures")
+    assert list(fixed.summaries["seed"]) == [1, 2, 3, 4] and not fixed.met
+    assert fixed.low <= fixed.mean <= fixed.high
+    with pytest.raises(ValueError, match="no 'nope'"):
+        replicate(sc, 1, None, "nope")

@@ -14,7 +14,10 @@ from pathlib import Path
 HERE = Path(__file__).parent
 GOLDEN = HERE / "summaries.json"
 
-SMALLER = {"frontier-100k": ["cluster.nodes=64", "cluster.topology.racks=4", "cluster.topology.spines=2",
+SMALLER = {"airesim-table1": ["cluster.nodes=64", "protocol.min_nodes=64", "protocol.max_nodes=64",
+                              "scheduler.hot_spares=2", "lifecycle.working_pool=70", "lifecycle.spare_pool.hosts=4",
+                              "lifecycle.failures.per_host_day=0.1", "duration=864000"],
+           "frontier-100k": ["cluster.nodes=64", "cluster.topology.racks=4", "cluster.topology.spines=2",
                              "protocol.min_nodes=60", "protocol.max_nodes=64", "scheduler.hot_spares=2",
                              "duration=86400"],
            "frontier-100k-quorum": ["cluster.nodes=64", "cluster.topology.racks=4", "cluster.topology.spines=2",
