@@ -38,7 +38,7 @@ class Replications:
         tail = ""
         if self.target is not None:
             tail = (f"; within the {self.target:.1%} target" if self.met
-                    else f"; NOT within the {self.target:.1%} target after {n} seeds (the most: --seeds N)")
+                    else f"; NOT within the {self.target:.1%} target after {n} seeds (the most it runs)")
         return f"{self.metric} {self.mean:.4f} over {n} seeds, {ci}{tail}"
 
 
