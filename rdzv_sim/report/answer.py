@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..events import Event, NAMES
+from ..trace.details import parse_details
 
 # the unit of each summary column not said by its name (_s: seconds, _bytes: bytes)
 UNITS = {
@@ -178,21 +180,14 @@ def stopped(events: pd.DataFrame, duration: float, scenario: dict) -> str | None
         return None                        # some agent still runs (its workers may be stuck)
     last = float(after["t"].iloc[0]) if len(after) else float(exits["t"].max())
     exits = after
-    reasons = pd.Series([_reason(d) for d in exits["detail"]]).value_counts()
+    reasons = pd.Series(parse_details(exits["detail"], np.ones(len(exits), bool), ("reason",))["reason"],
+                        dtype=object).fillna("?").value_counts()
     said = ", ".join(f"{r} ({n:,})" for r, n in reasons.items())
     change = sorted({TO_CHANGE.get(r, "scheduler.requeue_delay") for r in reasons.index})
     requeue = (scenario.get("scheduler") or {}).get("requeue_delay") is None
     return (f"The job stopped for good at t = {last:,.0f} s ({last / duration:.1%} of the run): every agent "
             f"exited ({said}), and nothing ran for the last {span(duration - last)}. To keep it going, change "
             f"{' or '.join(change)}" + (", or requeue a dead job (scheduler.requeue_delay)." if requeue else "."))
-
-
-def _reason(detail) -> str:
-    import json
-    try:
-        return str(json.loads(detail).get("reason", "?")) if isinstance(detail, str) and detail else "?"
-    except ValueError:
-        return "?"
 
 
 def opening(tables: dict, scenario: dict) -> list[str]:

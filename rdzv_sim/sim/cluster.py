@@ -55,7 +55,6 @@ class Cluster:
         self.up = sc.started_hosts                        # hosts in State.UP
         self.selecting = False
         self.pulling = False
-        self.count = {"selections": 0, "preemptions": 0}
 
     # --- on the clock ---------------------------------------------------------------------
     def start(self) -> None:
@@ -225,8 +224,6 @@ class Cluster:
         ties = self.rng.random(len(idle)).tolist()
         chosen = rules.order(cfg.selection, idle, self.blamed[idle].tolist(),
                              [self._score(i) for i in idle], ties)[:need]
-        self.count["selections"] += 1
-        self.count["preemptions"] += preempted
         self._record("job", Event.HOSTS_SELECTED, {"count": len(chosen), "preempted": preempted})
         for i in chosen:
             self._bring(i)

@@ -12,8 +12,7 @@ from ..events import Event
 from ..protocols.recovery import Fallback
 from ..cluster.rules import BAD_HOST, HOST_FAILURE
 from .columns import stamp
-from .details import parse_details
-from .details import rank_details
+from .details import parse_details, rank_details
 from .rounds import JOINS, RENDEZVOUS, rounds_table  # noqa: F401  (where they were)
 from .tracer import Tracer
 
